@@ -1,0 +1,48 @@
+#pragma once
+// KernelSpec: everything that changes the generated code, and nothing else. Its canonical
+// text form is what gets hashed into cache keys, logged, and shown by `mlajit list`.
+#include <cstdint>
+#include <string>
+
+namespace mlajit {
+
+enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
+
+const char* dtype_name(DType dtype) noexcept;  // "f16" / "bf16"
+DType parse_dtype(const std::string& text);    // throws Error(kInvalidArgument)
+int dtype_size(DType dtype) noexcept;          // bytes per element
+
+// One shared-memory configuration of the MLA kernel (the reference's three tiers are the
+// candidates; see tile_config.h for how one is chosen).
+struct TileConfig {
+  int num_stages = 2;  // KV tiles in flight
+  int kv_tile = 64;    // KV tokens per tile
+  bool qk_shard = true;  // split QK over the two warpgroups along KV
+  int q_tile = 64;     // packed query rows per CTA
+
+  bool operator==(const TileConfig& other) const;
+  bool operator!=(const TileConfig& other) const { return !(*this == other); }
+};
+
+struct KernelSpec {
+  std::string family = "mla_fa2";  // kernel family; "grid_barrier_demo" for the JIT demo
+  DType q_dtype = DType::kBFloat16;
+  DType kv_dtype = DType::kBFloat16;
+  DType o_dtype = DType::kBFloat16;
+  int head_dim_ckv = 512;
+  int head_dim_kpe = 64;
+  bool causal = false;
+  TileConfig tile;
+  std::string arch = "sm_90";  // NVRTC target: "sm_80", "sm_90a", "compute_90" (PTX), ...
+
+  // Canonical text, e.g.
+  // "mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"
+  std::string text() const;
+  // Inverse of text(); throws Error(kInvalidArgument) naming the offending field.
+  static KernelSpec parse(const std::string& text);
+
+  bool operator==(const KernelSpec& other) const { return text() == other.text(); }
+  bool operator!=(const KernelSpec& other) const { return !(*this == other); }
+};
+
+}  // namespace mlajit

@@ -1,0 +1,168 @@
+#pragma once
+// The CUDA Driver API, loaded with dlopen("libcuda.so.1") on first use and resolved through
+// cuGetProcAddress at the CUDA 13 ABI (PFN_*_v13000 typedefs). Nothing here runs at library
+// load time: without a driver or a GPU the first call throws Error(kNoDriver / kNoDevice).
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlajit::driver {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int smem_per_sm = 0;             // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+  int smem_per_block_optin = 0;    // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+  int l2_bytes = 0;
+  bool cooperative_launch = false;
+  std::string arch() const;        // "sm_90" (no "a" suffix)
+};
+
+// Throws Error(kCudaError) naming the call and the CUDA error name/string when result != 0.
+void check(CUresult result, const char* call);
+
+int driver_version();            // cuDriverGetVersion; throws kNoDriver without a driver
+int device_count();              // 0 is possible; throws kNoDriver without a driver
+bool driver_available() noexcept;   // true when libcuda loaded and cuInit succeeded
+std::string driver_unavailable_reason();  // why not, "" when available
+DeviceInfo device_info(int ordinal);      // throws kNoDevice for a bad ordinal
+
+// Makes the device's primary context current on the calling thread (retained once per
+// process per device, released at exit).
+void set_current_device(int ordinal);
+int current_device();  // ordinal of the current context's device; throws if none
+
+// A loaded cubin/PTX image, context-independent (cuLibraryLoadData). Functions are resolved
+// per device. Loading checks the image's arch against the device (a wrong-arch cubin loads
+// with CUDA_SUCCESS and only fails at cuLibraryGetKernel; we report that as the load error).
+class Function;
+class Library {
+ public:
+  explicit Library(const std::vector<uint8_t>& image);
+  ~Library();
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  // The kernel `lowered_name` as a function on device `ordinal`, with its dynamic shared
+  // memory limit raised to `dynamic_smem_bytes`. Cached per device.
+  Function function(const std::string& lowered_name, int ordinal, int dynamic_smem_bytes);
+
+ private:
+  CUlibrary library_ = nullptr;
+};
+
+struct LaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned dynamic_smem_bytes = 0;
+  CUstream stream = nullptr;
+  bool cooperative = false;
+};
+
+class Function {
+ public:
+  Function() = default;
+  Function(CUfunction function, int ordinal, int dynamic_smem_bytes)
+      : function_(function), ordinal_(ordinal), dynamic_smem_bytes_(dynamic_smem_bytes) {}
+  CUfunction handle() const { return function_; }
+  int device() const { return ordinal_; }
+  // Blocks of `block_threads` threads that fit on one SM with `dynamic_smem_bytes`.
+  int max_active_blocks_per_sm(int block_threads, int dynamic_smem_bytes) const;
+  int num_registers() const;
+  int local_bytes() const;  // spills + stack per thread
+  // Launches with kernel params `args` (array of pointers to each argument). A cooperative
+  // launch whose grid cannot be co-resident is refused with an error naming both causes
+  // (grid too large / smem above the attribute).
+  void launch(const LaunchConfig& config, void** args) const;
+
+ private:
+  CUfunction function_ = nullptr;
+  int ordinal_ = -1;
+  int dynamic_smem_bytes_ = 0;
+};
+
+// RAII device memory / pinned host memory / stream / event, for the library, tests and bench.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);  // on the current device
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  CUdeviceptr ptr() const { return ptr_; }
+  void* data() const { return reinterpret_cast<void*>(ptr_); }
+  size_t size() const { return bytes_; }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  void* data() const { return ptr_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+void memcpy_htod(CUdeviceptr dst, const void* src, size_t bytes);
+void memcpy_dtoh(void* dst, CUdeviceptr src, size_t bytes);
+void memcpy_htod_async(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
+void memset_d8(CUdeviceptr dst, uint8_t value, size_t bytes);
+void memset_d32_async(CUdeviceptr dst, uint32_t value, size_t count, CUstream stream);
+void stream_synchronize(CUstream stream);
+void context_synchronize();
+CUcontext stream_context(CUstream stream);  // the context a stream belongs to
+
+class Stream {
+ public:
+  Stream();  // non-blocking stream on the current context
+  ~Stream();
+  CUstream get() const { return stream_; }
+
+ private:
+  CUstream stream_ = nullptr;
+};
+
+class Event {
+ public:
+  Event();
+  ~Event();
+  void record(CUstream stream);
+  float elapsed_ms_since(const Event& start) const;  // synchronizes on this event
+  CUevent get() const { return event_; }
+
+ private:
+  CUevent event_ = nullptr;
+};
+
+// CUDA graph capture helpers for tests: begin/end capture on a stream, instantiate, launch.
+class Graph {
+ public:
+  static void begin_capture(CUstream stream);
+  static Graph end_capture(CUstream stream);
+  Graph() = default;
+  ~Graph();
+  Graph(Graph&& other) noexcept;
+  Graph& operator=(Graph&& other) noexcept;
+  void launch(CUstream stream) const;
+
+ private:
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+};
+
+}  // namespace mlajit::driver

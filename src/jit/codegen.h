@@ -1,0 +1,22 @@
+#pragma once
+// KernelSpec -> NVRTC program: a generated prelude (fixed-width types, the spec's constants)
+// followed by #include of the family's kernel source. Kernel sources come from the embedded
+// copy, or from $MLAJIT_KERNEL_DIR when set (kernel development without rebuilding).
+#include <string>
+
+#include "jit/nvrtc_compiler.h"
+#include "mlajit/kernel_spec.h"
+
+namespace mlajit::jit {
+
+struct GeneratedProgram {
+  CompileRequest request;   // source + headers + name expression + arch; seed left 0
+  std::string source_hash;  // XXH3-128 hex of the prelude and every header, in name order
+  int threads_per_block = 0;     // the kernel's block size
+  int dynamic_smem_bytes = 0;    // shared storage the kernel needs for this spec
+};
+
+// Throws Error(kUnsupported) for a family or head-dim pair the kernels do not implement.
+GeneratedProgram generate_program(const KernelSpec& spec);
+
+}  // namespace mlajit::jit

@@ -1,0 +1,12 @@
+#pragma once
+// The kernel sources under kernels/, embedded at build time (see cmake/EmbedKernels.cmake).
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace mlajit::jit {
+
+// File name (e.g. "mla_fa2.cuh") -> contents, as they were when the library was built.
+const std::map<std::string, std::string_view>& embedded_kernel_files();
+
+}  // namespace mlajit::jit

@@ -1,0 +1,61 @@
+#pragma once
+// The split-KV planner: pure host code, no CUDA types, deterministic. Turns a ragged batch
+// into per-CTA work lists (MlaWorkItem) and merge records for split tiles, balanced by
+// longest-work-first over the CTA pairs, sized from the batch (no fixed capacity).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+// mla_params.cuh needs int32_t etc. in the global namespace: <cstdint> above provides them.
+#include "kernels/mla_params.cuh"
+
+namespace mlajit::plan {
+
+using mlajit_kernel::MlaMergeRecord;
+using mlajit_kernel::MlaWorkItem;
+
+struct PlanInput {
+  const int32_t* qo_indptr = nullptr;  // [batch + 1], query tokens, qo_indptr[0] == 0
+  const int32_t* kv_indptr = nullptr;  // [batch + 1], pages into kv_indices
+  const int32_t* kv_len = nullptr;     // [batch], valid KV tokens of each request
+  int batch_size = 0;
+  int num_heads = 0;                   // 1..128
+  int page_size = 0;                   // >= 1
+  bool causal = false;
+  int num_ctas = 0;        // total CTAs the device can hold at once (occupancy x SMs)
+  int cta_tile_q = 64;     // packed query rows per CTA
+  int kv_tile = 64;        // KV tokens per kernel tile (chunk lengths are rounded to it)
+  int cluster_size = 0;    // 0: choose (2 when the mean packed query length > cta_tile_q), 1 or 2: pinned
+};
+
+// Where each array sits in the one buffer copied to the device workspace (byte offsets,
+// 256-aligned), and its total size.
+struct WorkspaceLayout {
+  size_t work_indptr = 0, work_items = 0, merge_indptr = 0, merge_records = 0;
+  size_t plan_bytes = 0;  // bytes to copy
+};
+
+struct Plan {
+  int cluster_size = 1;   // CTAs sharing one query tile (grid x)
+  int grid_y = 0;         // CTA pairs (grid y); grid = cluster_size * grid_y CTAs
+  int tile_rows = 64;     // packed rows per work item = cta_tile_q * cluster_size
+  std::vector<int32_t> work_indptr;         // [grid_y + 1]
+  std::vector<MlaWorkItem> work_items;
+  std::vector<int32_t> merge_indptr;        // [cluster_size * grid_y + 1], by flat CTA id
+  std::vector<MlaMergeRecord> merge_records;
+  int64_t partial_rows = 0;                 // rows of partial_o / partial_lse needed
+  std::vector<int64_t> cta_cost;            // modelled cost per CTA pair (for tests/bench)
+  WorkspaceLayout layout;
+
+  // Writes the plan arrays into `dst` (at least layout.plan_bytes) at their offsets.
+  void serialize(void* dst) const;
+};
+
+// Modelled cost of one work item: KV tokens it reads plus a fixed per-item overhead.
+int64_t work_item_cost(const MlaWorkItem& item, int tile_rows);
+
+// Validates the input (throws mlajit::Error(kInvalidArgument) naming the field, index and
+// values) and builds the plan.
+Plan make_plan(const PlanInput& input);
+
+}  // namespace mlajit::plan
