@@ -1,0 +1,108 @@
+#pragma once
+// BatchMlaAttention: batched Multi-head Latent Attention (DeepSeek-V2/V3, Kimi-K2, MiniCPM3)
+// over a paged, compressed KV cache, with the "absorbed" weights:
+//   s[t]      = (q_nope[i,h,:] . ckv[t,:] + q_pe[i,h,:] . kpe[t,:]) * sm_scale
+//   out[i,h,:] = sum_t softmax(s)[t] * ckv[t,:]
+//   lse[i,h]   = log2 (or ln) sum_t exp(s[t])
+// Usage: construct once per (shape, device); plan() on the host whenever the batch changes;
+// run() on a stream as often as wanted. run() is CUDA-graph capturable; a graph stays valid
+// across re-plans when the grid is pinned (MlaOptions::cluster_size) and the workspace does
+// not have to grow (MlaOptions::workspace_bytes).
+// Thread safety: one object must not be used from two threads at once; distinct objects may.
+#include <cstdint>
+#include <memory>
+
+#include "mlajit/error.h"
+#include "mlajit/kernel_spec.h"
+
+namespace mlajit {
+
+// What a BatchMlaAttention computes: fixed for the object's life.
+struct MlaShape {
+  int num_heads = 128;        // query heads, 1..128
+  int head_dim_ckv = 512;     // compressed KV (and output) width: 512 (DeepSeek) or 256 (MiniCPM3)
+  int head_dim_kpe = 64;      // rope part: 64 with 512, 32 with 256
+  int page_size = 64;         // KV tokens per page, >= 1
+  DType dtype = DType::kBFloat16;  // of q, the KV cache and the output alike
+  bool causal = false;        // bottom-right aligned: query i of a request sees t <= kv_len - q_len + i
+};
+
+enum class LseBase : int { kBase2 = 0, kNatural = 1 };
+
+struct MlaOptions {
+  int device = -1;              // CUDA device ordinal; -1: the current context's device, else 0
+  int force_tier = 0;           // 0: from the device's shared memory; 1..3: force a tile tier (debug)
+  int cluster_size = 0;         // 0: chosen per plan; 1 or 2: pinned (keeps the grid fixed)
+  bool force_two_launch = false;  // use the non-cooperative attention + merge path
+  LseBase lse_base = LseBase::kBase2;
+  uint64_t workspace_bytes = 0;   // reserve this much device workspace up front (0: grow on demand)
+  bool validate_kv_indices = false;  // plan() requires host kv_indices and checks every page id
+};
+
+// Device pointers and strides (in elements) for one run. The last dimension of every tensor
+// must be contiguous; pointers 16-byte aligned and strides multiples of 8 elements, so that
+// one concatenated [page][token][ckv+kpe] cache works (kpe = ckv + head_dim_ckv).
+struct MlaRunArgs {
+  const void* q_nope = nullptr;  // [num_tokens][num_heads][head_dim_ckv]
+  int64_t q_nope_stride_token = 0, q_nope_stride_head = 0;
+  const void* q_pe = nullptr;    // [num_tokens][num_heads][head_dim_kpe]
+  int64_t q_pe_stride_token = 0, q_pe_stride_head = 0;
+  const void* ckv = nullptr;     // [num_pages][page_size][head_dim_ckv]
+  int64_t ckv_stride_page = 0, ckv_stride_token = 0;
+  const void* kpe = nullptr;     // [num_pages][page_size][head_dim_kpe]
+  int64_t kpe_stride_page = 0, kpe_stride_token = 0;
+  const int32_t* kv_indices = nullptr;  // page ids, CSR by kv_indptr given to plan()
+  void* out = nullptr;           // [num_tokens][num_heads][head_dim_ckv]
+  int64_t out_stride_token = 0, out_stride_head = 0;
+  float* lse = nullptr;          // optional, [num_tokens][num_heads] dense
+  int64_t num_tokens = 0;        // rows of q/out: must equal qo_indptr[batch] of the plan
+  float sm_scale = 0;            // e.g. 1/sqrt(192) for DeepSeek (before absorption dims)
+};
+
+// Ragged batch description, all host arrays (read during plan() only).
+struct MlaBatch {
+  const int32_t* qo_indptr = nullptr;  // [batch_size + 1] query tokens, qo_indptr[0] = 0
+  const int32_t* kv_indptr = nullptr;  // [batch_size + 1] offsets into kv_indices (pages)
+  const int32_t* kv_len = nullptr;     // [batch_size] valid KV tokens of each request
+  int batch_size = 0;
+  const int32_t* kv_indices = nullptr;  // host copy; required with validate_kv_indices
+  int64_t num_pages = 0;                // pages in the cache; required with validate_kv_indices
+};
+
+// Figures about the current plan, for logs, tests and benchmarks.
+struct MlaPlanInfo {
+  int cluster_size = 0;
+  int grid_ctas = 0;
+  int work_items = 0;
+  int split_tiles_rows = 0;  // partial rows in use
+  int tier = 0;              // 1..3
+  bool two_launch = false;
+  double busiest_to_mean = 0;  // modelled load balance over CTA pairs
+};
+
+class BatchMlaAttention {
+ public:
+  explicit BatchMlaAttention(const MlaShape& shape, const MlaOptions& options = {});
+  ~BatchMlaAttention();
+  BatchMlaAttention(BatchMlaAttention&&) noexcept;
+  BatchMlaAttention& operator=(BatchMlaAttention&&) noexcept;
+
+  // Validates the batch, builds the work lists and copies them to the device workspace with
+  // one async copy on `stream` (a CUstream; nullptr = legacy default stream). No device->host
+  // synchronisation. Throws Error(kInvalidArgument) naming the bad field.
+  void plan(const MlaBatch& batch, void* stream);
+
+  // Launches on `stream`. Throws Error(kInvalidArgument) for bad arguments or when called
+  // before plan(); Error(kCudaError) when the launch fails.
+  void run(const MlaRunArgs& args, void* stream);
+
+  MlaPlanInfo plan_info() const;
+  const MlaShape& shape() const;
+  std::string spec_text() const;  // the kernel spec this object runs
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mlajit

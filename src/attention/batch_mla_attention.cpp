@@ -1,0 +1,244 @@
+#include "mlajit/attention.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "attention/mla_workspace.h"
+#include "attention/run_args_validation.h"
+#include "common/logging.h"
+#include "driver/cuda_driver.h"
+#include "jit/kernel_registry.h"
+#include "jit/tile_config.h"
+#include "plan/planner.h"
+
+namespace mlajit {
+namespace {
+
+constexpr int kThreadsPerCta = 256;
+
+int resolve_device(int requested) {
+  if (requested >= 0) {
+    if (requested >= driver::device_count()) {
+      throw Error(ErrorCode::kNoDevice,
+                  fmt::format("device={} does not exist: {} CUDA device(s) visible", requested,
+                              driver::device_count()));
+    }
+    return requested;
+  }
+  if (driver::device_count() < 1) {
+    throw Error(ErrorCode::kNoDevice, "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)");
+  }
+  try {
+    return driver::current_device();
+  } catch (const Error&) {
+    return 0;  // no current context: the first device, as the runtime API would pick
+  }
+}
+
+KernelSpec make_spec(const MlaShape& shape, const jit::DeviceProfile& device,
+                     const MlaOptions& options) {
+  KernelSpec spec;
+  spec.family = "mla_fa2";
+  spec.q_dtype = spec.kv_dtype = spec.o_dtype = shape.dtype;
+  spec.head_dim_ckv = shape.head_dim_ckv;
+  spec.head_dim_kpe = shape.head_dim_kpe;
+  spec.causal = shape.causal;
+  spec.arch = device.arch;
+  spec.tile = options.force_tier != 0
+                  ? jit::tile_tier(options.force_tier)
+                  : jit::select_tile_config(spec, device.smem_per_sm, device.smem_per_block_optin);
+  return spec;
+}
+
+}  // namespace
+
+struct BatchMlaAttention::Impl {
+  MlaShape shape;
+  MlaOptions options;
+  int device = 0;
+  driver::DeviceInfo device_info;
+  KernelSpec spec;
+  std::shared_ptr<const jit::LoadedKernel> kernel;
+  int max_ctas = 0;          // co-resident CTAs: occupancy x SMs
+  bool two_launch = false;   // the non-cooperative fallback
+  MlaWorkspace workspace;
+  plan::Plan current_plan;
+  bool planned = false;
+  int64_t planned_tokens = 0;
+
+  void choose_launch_path() {
+    const int per_sm = kernel->function.max_active_blocks_per_sm(
+        kThreadsPerCta, kernel->metadata.dynamic_smem_bytes);
+    if (per_sm < 1) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("{} cannot run on device {} ({}): not one CTA fits an SM with {} B "
+                              "of shared memory; force a smaller tier (MlaOptions::force_tier)",
+                              spec.text(), device, device_info.name,
+                              kernel->metadata.dynamic_smem_bytes));
+    }
+    max_ctas = per_sm * device_info.sm_count;
+    two_launch = options.force_two_launch;
+    if (!two_launch && !device_info.cooperative_launch) {
+      logger("mlajit.attention")
+          ->warn("device {} does not support cooperative launches: using the two-launch path "
+                 "(attention, then merge)", device);
+      two_launch = true;
+    }
+  }
+};
+
+BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  validate_shape(shape);
+  validate_options(options);
+  Impl& s = *impl_;
+  s.shape = shape;
+  s.options = options;
+  s.device = resolve_device(options.device);
+  driver::set_current_device(s.device);
+  s.device_info = driver::device_info(s.device);
+  jit::DeviceProfile profile;
+  profile.arch = s.device_info.arch();
+  profile.smem_per_sm = s.device_info.smem_per_sm;
+  profile.smem_per_block_optin = s.device_info.smem_per_block_optin;
+  profile.sm_count = s.device_info.sm_count;
+  s.spec = make_spec(shape, profile, options);
+  s.kernel = jit::KernelRegistry::instance().load(s.spec, s.device);
+  s.choose_launch_path();
+  if (options.workspace_bytes > 0) s.workspace.reserve(options.workspace_bytes);
+  logger("mlajit.attention")
+      ->debug("BatchMlaAttention on device {} ({}): {} , {} co-resident CTAs, {}", s.device,
+              s.device_info.name, s.spec.text(), s.max_ctas,
+              s.two_launch ? "two-launch" : "cooperative");
+}
+
+BatchMlaAttention::~BatchMlaAttention() = default;
+BatchMlaAttention::BatchMlaAttention(BatchMlaAttention&&) noexcept = default;
+BatchMlaAttention& BatchMlaAttention::operator=(BatchMlaAttention&&) noexcept = default;
+
+void BatchMlaAttention::plan(const MlaBatch& batch, void* stream) {
+  Impl& s = *impl_;
+  if (batch.batch_size < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("batch_size={} is negative", batch.batch_size));
+  }
+  plan::PlanInput input;
+  input.qo_indptr = batch.qo_indptr;
+  input.kv_indptr = batch.kv_indptr;
+  input.kv_len = batch.kv_len;
+  input.batch_size = batch.batch_size;
+  input.num_heads = s.shape.num_heads;
+  input.page_size = s.shape.page_size;
+  input.causal = s.shape.causal;
+  input.num_ctas = s.max_ctas;
+  input.cta_tile_q = s.spec.tile.q_tile;
+  input.kv_tile = s.spec.tile.kv_tile;
+  input.cluster_size = s.options.cluster_size;
+  plan::Plan new_plan = plan::make_plan(input);  // validates the indptrs and lengths
+  if (s.options.validate_kv_indices) validate_kv_indices(batch);
+
+  driver::set_current_device(s.device);
+  s.workspace.upload(new_plan, s.shape.head_dim_ckv, dtype_size(s.shape.dtype),
+                     static_cast<CUstream>(stream));
+  s.current_plan = std::move(new_plan);
+  s.planned_tokens = batch.batch_size > 0 ? batch.qo_indptr[batch.batch_size] : 0;
+  s.planned = true;
+}
+
+namespace {
+
+mlajit_kernel::MlaParams make_kernel_params(const MlaShape& shape, const MlaOptions& options,
+                                            const MlaWorkspace& workspace,
+                                            const MlaRunArgs& args) {
+  mlajit_kernel::MlaParams p{};
+  p.q_nope = args.q_nope;
+  p.q_pe = args.q_pe;
+  p.ckv = args.ckv;
+  p.kpe = args.kpe;
+  p.kv_indices = args.kv_indices;
+  p.out = args.out;
+  p.lse = args.lse;
+  workspace.fill_params(&p);
+  p.q_nope_stride_token = args.q_nope_stride_token;
+  p.q_nope_stride_head = args.q_nope_stride_head;
+  p.q_pe_stride_token = args.q_pe_stride_token;
+  p.q_pe_stride_head = args.q_pe_stride_head;
+  p.ckv_stride_page = args.ckv_stride_page;
+  p.ckv_stride_token = args.ckv_stride_token;
+  p.kpe_stride_page = args.kpe_stride_page;
+  p.kpe_stride_token = args.kpe_stride_token;
+  p.out_stride_token = args.out_stride_token;
+  p.out_stride_head = args.out_stride_head;
+  p.num_heads = shape.num_heads;
+  p.page_size = shape.page_size;
+  p.sm_scale_log2 = static_cast<float>(args.sm_scale * M_LOG2E);
+  p.lse_base_e = options.lse_base == LseBase::kNatural ? 1 : 0;
+  return p;
+}
+
+}  // namespace
+
+void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
+  Impl& s = *impl_;
+  if (!s.planned) {
+    throw Error(ErrorCode::kInvalidArgument, "run() called before plan(): plan the batch first");
+  }
+  validate_run_args(s.shape, args, s.planned_tokens);
+  const auto cu_stream = static_cast<CUstream>(stream);
+  driver::set_current_device(s.device);
+  mlajit_kernel::MlaParams params = make_kernel_params(s.shape, s.options, s.workspace, args);
+  const plan::Plan& plan = s.current_plan;
+  if (plan.work_items.empty()) return;  // nothing to compute (no query tokens)
+
+  driver::LaunchConfig config;
+  config.grid_x = static_cast<unsigned>(plan.cluster_size);
+  config.grid_y = static_cast<unsigned>(plan.grid_y);
+  config.block_x = kThreadsPerCta;
+  config.dynamic_smem_bytes = static_cast<unsigned>(s.kernel->metadata.dynamic_smem_bytes);
+  config.stream = cu_stream;
+  void* kernel_args[] = {&params};
+
+  // Without split tiles there is nothing to merge: one plain launch, no barrier.
+  const bool needs_merge = !plan.merge_records.empty();
+  if (!needs_merge || s.two_launch) {
+    params.phase = 1;
+    s.kernel->function.launch(config, kernel_args);
+    if (!needs_merge) return;
+    params.phase = 2;
+    s.kernel->function.launch(config, kernel_args);
+    return;
+  }
+  params.phase = 0;
+  config.cooperative = true;
+  s.kernel->function.launch(config, kernel_args);
+}
+
+MlaPlanInfo BatchMlaAttention::plan_info() const {
+  const Impl& s = *impl_;
+  MlaPlanInfo info;
+  info.tier = jit::tier_of(s.spec.tile);
+  info.two_launch = s.two_launch;
+  if (!s.planned) return info;
+  const plan::Plan& plan = s.current_plan;
+  info.cluster_size = plan.cluster_size;
+  info.grid_ctas = plan.cluster_size * plan.grid_y;
+  info.work_items = static_cast<int>(plan.work_items.size());
+  info.split_tiles_rows = static_cast<int>(plan.partial_rows);
+  if (!plan.cta_cost.empty()) {
+    const double total = std::accumulate(plan.cta_cost.begin(), plan.cta_cost.end(), 0.0);
+    const double busiest = *std::max_element(plan.cta_cost.begin(), plan.cta_cost.end());
+    const double mean = total / plan.cta_cost.size();
+    info.busiest_to_mean = mean > 0 ? busiest / mean : 1.0;
+  }
+  return info;
+}
+
+const MlaShape& BatchMlaAttention::shape() const { return impl_->shape; }
+std::string BatchMlaAttention::spec_text() const { return impl_->spec.text(); }
+
+}  // namespace mlajit

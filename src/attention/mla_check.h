@@ -1,0 +1,44 @@
+#pragma once
+// One end-to-end correctness check of BatchMlaAttention on the current GPU against the float64
+// CPU reference: fresh random inputs (never zeros), outputs poisoned with NaN first, relative
+// L2 errors reported. Shared by the GPU tests and `mlajit verify`.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlajit/attention.h"
+
+namespace mlajit {
+
+struct MlaCheckCase {
+  std::string name;
+  MlaShape shape;
+  MlaOptions options;
+  std::vector<int> q_lens;   // per request
+  std::vector<int> kv_lens;  // per request
+  bool concatenated_kv = false;  // one [page][token][ckv+kpe] cache instead of two tensors
+  bool with_lse = true;
+  uint64_t seed = 1;
+  int extra_pages = 3;       // unused pages in the pool, so page ids are not just 0..n-1
+};
+
+struct MlaCheckResult {
+  double out_error = 0;      // ||out - ref|| / ||ref||
+  double lse_error = 0;      // over entries where the reference is finite
+  bool lse_infinities_match = true;  // -inf exactly where the reference has -inf
+  bool all_written = true;   // no NaN poison left in out
+  double seconds = 0;        // wall time of the GPU part (plan + run + sync), for logs only
+  MlaPlanInfo plan;
+  bool passed(double tolerance) const {
+    return all_written && lse_infinities_match && out_error < tolerance && lse_error < tolerance;
+  }
+};
+
+// Requires a GPU; throws mlajit::Error otherwise.
+MlaCheckResult run_mla_check(const MlaCheckCase& check);
+
+// A random ragged batch: `batch` requests with kv_len drawn in [min_kv, max_kv].
+MlaCheckCase make_random_case(std::string name, MlaShape shape, int batch, int q_len, int min_kv,
+                              int max_kv, uint64_t seed);
+
+}  // namespace mlajit

@@ -1,0 +1,126 @@
+#include "attention/run_args_validation.h"
+
+#include <cstdint>
+
+#include <fmt/format.h>
+
+namespace mlajit {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, message);
+}
+
+// cp.async moves 16 bytes at a time, so every row start must be 16-byte aligned.
+void require_aligned(const char* name, const void* pointer) {
+  if (pointer == nullptr) invalid(fmt::format("{} is null: a device pointer is required", name));
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  if (address % 16 != 0) {
+    invalid(fmt::format("{}={} is not 16-byte aligned (kernels load 16-byte vectors)", name,
+                        pointer));
+  }
+}
+
+void require_stride(const char* name, int64_t stride, int64_t minimum) {
+  if (stride < minimum) {
+    invalid(fmt::format("{}={} is too small: rows would overlap (expected >= {})", name, stride,
+                        minimum));
+  }
+  if (stride % 8 != 0) {
+    invalid(fmt::format("{}={} is not a multiple of 8 elements (16 bytes)", name, stride));
+  }
+}
+
+}  // namespace
+
+void validate_shape(const MlaShape& shape) {
+  if (shape.num_heads < 1 || shape.num_heads > 128) {
+    invalid(fmt::format("num_heads={} is out of range: expected 1..128", shape.num_heads));
+  }
+  const bool deepseek = shape.head_dim_ckv == 512 && shape.head_dim_kpe == 64;
+  const bool minicpm = shape.head_dim_ckv == 256 && shape.head_dim_kpe == 32;
+  if (!deepseek && !minicpm) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("head dims (ckv={}, kpe={}) are not supported: expected (512, 64) "
+                            "(DeepSeek-V2/V3, Kimi-K2) or (256, 32) (MiniCPM3)",
+                            shape.head_dim_ckv, shape.head_dim_kpe));
+  }
+  if (shape.page_size < 1 || shape.page_size > (1 << 20)) {
+    invalid(fmt::format("page_size={} is out of range: expected 1..{}", shape.page_size, 1 << 20));
+  }
+  if (shape.dtype != DType::kBFloat16 && shape.dtype != DType::kFloat16) {
+    invalid(fmt::format("dtype={} is not a known dtype: expected bf16 or f16",
+                        static_cast<int>(shape.dtype)));
+  }
+}
+
+void validate_options(const MlaOptions& options) {
+  if (options.force_tier < 0 || options.force_tier > 3) {
+    invalid(fmt::format("force_tier={} is out of range: expected 0 (auto) or 1..3",
+                        options.force_tier));
+  }
+  if (options.cluster_size < 0 || options.cluster_size > 2) {
+    invalid(fmt::format("cluster_size={} is out of range: expected 0 (auto), 1 or 2",
+                        options.cluster_size));
+  }
+  if (options.lse_base != LseBase::kBase2 && options.lse_base != LseBase::kNatural) {
+    invalid(fmt::format("lse_base={} is not a known base", static_cast<int>(options.lse_base)));
+  }
+}
+
+void validate_run_args(const MlaShape& shape, const MlaRunArgs& args, int64_t planned_tokens) {
+  const int64_t heads = shape.num_heads;
+  require_aligned("q_nope", args.q_nope);
+  require_aligned("q_pe", args.q_pe);
+  require_aligned("ckv", args.ckv);
+  require_aligned("kpe", args.kpe);
+  require_aligned("out", args.out);
+  if (args.kv_indices == nullptr) invalid("kv_indices is null: a device pointer is required");
+  if (reinterpret_cast<std::uintptr_t>(args.lse) % 4 != 0) {
+    invalid(fmt::format("lse={} is not 4-byte aligned", static_cast<void*>(args.lse)));
+  }
+  if (args.num_tokens != planned_tokens) {
+    invalid(fmt::format("num_tokens={} does not match the plan: qo_indptr[batch]={}",
+                        args.num_tokens, planned_tokens));
+  }
+  require_stride("q_nope_stride_head", args.q_nope_stride_head, shape.head_dim_ckv);
+  require_stride("q_nope_stride_token", args.q_nope_stride_token,
+                 (heads - 1) * args.q_nope_stride_head + shape.head_dim_ckv);
+  require_stride("q_pe_stride_head", args.q_pe_stride_head, shape.head_dim_kpe);
+  require_stride("q_pe_stride_token", args.q_pe_stride_token,
+                 (heads - 1) * args.q_pe_stride_head + shape.head_dim_kpe);
+  require_stride("out_stride_head", args.out_stride_head, shape.head_dim_ckv);
+  require_stride("out_stride_token", args.out_stride_token,
+                 (heads - 1) * args.out_stride_head + shape.head_dim_ckv);
+  // ckv and kpe may interleave (one concatenated cache), so each only has to clear its own row.
+  require_stride("ckv_stride_token", args.ckv_stride_token, shape.head_dim_ckv);
+  require_stride("ckv_stride_page", args.ckv_stride_page,
+                 (shape.page_size - 1) * args.ckv_stride_token + shape.head_dim_ckv);
+  require_stride("kpe_stride_token", args.kpe_stride_token, shape.head_dim_kpe);
+  require_stride("kpe_stride_page", args.kpe_stride_page,
+                 (shape.page_size - 1) * args.kpe_stride_token + shape.head_dim_kpe);
+  if (!(args.sm_scale > 0.0f) || args.sm_scale > 1e6f) {
+    invalid(fmt::format("sm_scale={} must be a positive finite number (e.g. 1/sqrt(192))",
+                        args.sm_scale));
+  }
+}
+
+void validate_kv_indices(const MlaBatch& batch) {
+  if (batch.kv_indices == nullptr) {
+    invalid("validate_kv_indices is on but MlaBatch::kv_indices (host copy) is null");
+  }
+  if (batch.num_pages < 1) {
+    invalid(fmt::format("validate_kv_indices is on but num_pages={} (expected >= 1)",
+                        batch.num_pages));
+  }
+  const int32_t total = batch.kv_indptr[batch.batch_size];
+  for (int32_t i = 0; i < total; ++i) {
+    const int32_t page = batch.kv_indices[i];
+    if (page < 0 || page >= batch.num_pages) {
+      invalid(fmt::format("kv_indices[{}]={} is out of range: expected 0..{}", i, page,
+                          batch.num_pages - 1));
+    }
+  }
+}
+
+}  // namespace mlajit

@@ -1,0 +1,136 @@
+#include "jit/kernel_registry.h"
+
+#include <cuda.h>
+
+#include <chrono>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "jit/codegen.h"
+#include "jit/nvrtc_compiler.h"
+#include "mlajit/error.h"
+
+namespace mlajit::jit {
+namespace {
+
+// Without NVRTC (cache-only hosts) the version of the toolkit the library was built against
+// stands in, so that a cache precompiled with that toolkit is found.
+int compiler_version_for_key() {
+  const auto& compiler = NvrtcCompiler::instance();
+  if (compiler.available()) return compiler.version();
+  return CUDA_VERSION / 1000 * 1000 + (CUDA_VERSION % 1000) / 10 * 10;
+}
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string joined;
+  for (const auto& item : items) {
+    if (!joined.empty()) joined += separator;
+    joined += item;
+  }
+  return joined;
+}
+
+}  // namespace
+
+std::string KernelMetadata::serialize() const {
+  return fmt::format("spec={}\nlowered_name={}\nthreads={}\nsmem={}\ncompile_seconds={:.6f}\n",
+                     spec_text, lowered_name, threads_per_block, dynamic_smem_bytes,
+                     compile_seconds);
+}
+
+KernelMetadata KernelMetadata::parse(const std::string& text) {
+  KernelMetadata metadata;
+  std::map<std::string, std::string> fields;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto equals = line.find('=');
+    if (equals == std::string::npos) {
+      throw Error(ErrorCode::kInternal, fmt::format("kernel metadata line without '=': '{}'", line));
+    }
+    fields[line.substr(0, equals)] = line.substr(equals + 1);
+  }
+  auto field = [&](const char* name) -> const std::string& {
+    auto it = fields.find(name);
+    if (it == fields.end()) {
+      throw Error(ErrorCode::kInternal, fmt::format("kernel metadata lacks '{}'", name));
+    }
+    return it->second;
+  };
+  try {
+    metadata.spec_text = field("spec");
+    metadata.lowered_name = field("lowered_name");
+    metadata.threads_per_block = std::stoi(field("threads"));
+    metadata.dynamic_smem_bytes = std::stoi(field("smem"));
+    metadata.compile_seconds = std::stod(field("compile_seconds"));
+  } catch (const std::logic_error& e) {  // stoi/stod on a damaged number
+    throw Error(ErrorCode::kInternal, fmt::format("kernel metadata has a bad number: {}", e.what()));
+  }
+  return metadata;
+}
+
+KernelRegistry& KernelRegistry::instance() {
+  static KernelRegistry registry(CacheOptions::from_environment());
+  return registry;
+}
+
+KernelRegistry::KernelRegistry(CacheOptions options)
+    : cache_(std::make_unique<DiskCache>(std::move(options))) {}
+
+CacheKey KernelRegistry::key_for(const KernelSpec& spec) const {
+  const GeneratedProgram program = generate_program(spec);
+  const auto options = NvrtcCompiler::instance().options_for(program.request);
+  return CacheKey::from_text(fmt::format(
+      "spec={}\nsource={}\nname={}\noptions={}\nnvrtc={}\nabi={}\n", spec.text(),
+      program.source_hash, program.request.name_expression, join(options, " "),
+      compiler_version_for_key(), kLibraryAbiVersion));
+}
+
+CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
+  GeneratedProgram program = generate_program(spec);
+  CompiledKernel compiled;
+  compiled.key = key_for(spec);
+  compiled.from_cache = true;
+  auto log = logger("mlajit.jit");
+  CacheEntry entry = cache_->get_or_build(compiled.key, [&] {
+    compiled.from_cache = false;
+    program.request.random_seed = compiled.key.seed();
+    log->info("compiling {} for {}", spec.text(), spec.arch);
+    const CompileResult result = NvrtcCompiler::instance().compile(program.request);
+    log->info("compiled {} in {:.1f} ms ({} bytes)", spec.text(), result.seconds * 1e3,
+              result.image.size());
+    KernelMetadata metadata;
+    metadata.spec_text = spec.text();
+    metadata.lowered_name = result.lowered_name;
+    metadata.threads_per_block = program.threads_per_block;
+    metadata.dynamic_smem_bytes = program.dynamic_smem_bytes;
+    metadata.compile_seconds = result.seconds;
+    return CacheEntry{compiled.key.text, result.image, metadata.serialize()};
+  });
+  compiled.metadata = KernelMetadata::parse(entry.metadata);
+  compiled.image = std::move(entry.payload);
+  return compiled;
+}
+
+std::shared_ptr<const LoadedKernel> KernelRegistry::load(const KernelSpec& spec, int device) {
+  const auto slot = std::make_pair(spec.text(), device);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = loaded_.find(slot);
+    if (it != loaded_.end()) return it->second;
+  }
+  // Compile outside the lock: the cache makes concurrent callers of one key wait for a
+  // single build, and callers of other keys must not wait at all.
+  CompiledKernel compiled = compile(spec);
+  auto kernel = std::make_shared<LoadedKernel>();
+  kernel->metadata = compiled.metadata;
+  kernel->library = std::make_shared<driver::Library>(compiled.image);
+  kernel->function = kernel->library->function(compiled.metadata.lowered_name, device,
+                                               compiled.metadata.dynamic_smem_bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = loaded_.emplace(slot, std::move(kernel));
+  return it->second;
+}
+
+}  // namespace mlajit::jit

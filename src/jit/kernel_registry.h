@@ -1,0 +1,70 @@
+#pragma once
+// KernelRegistry: KernelSpec -> loaded kernel, once per process per device. Follows the one
+// path of the design: spec -> source (codegen) -> cubin (NVRTC) -> cache (disk) -> module
+// (driver) -> function. Compiling needs no GPU; loading needs the driver.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "driver/cuda_driver.h"
+#include "jit/disk_cache.h"
+#include "mlajit/kernel_spec.h"
+
+namespace mlajit::jit {
+
+// What a launch needs besides the cubin; stored with it in the cache entry.
+struct KernelMetadata {
+  std::string spec_text;
+  std::string lowered_name;
+  int threads_per_block = 0;
+  int dynamic_smem_bytes = 0;
+  double compile_seconds = 0;
+
+  std::string serialize() const;
+  // Throws Error(kInternal) naming the field when the text is not a valid record.
+  static KernelMetadata parse(const std::string& text);
+};
+
+struct CompiledKernel {
+  CacheKey key;
+  KernelMetadata metadata;
+  std::vector<uint8_t> image;
+  bool from_cache = false;  // false when this call compiled it
+};
+
+struct LoadedKernel {
+  KernelMetadata metadata;
+  std::shared_ptr<driver::Library> library;
+  driver::Function function;
+};
+
+class KernelRegistry {
+ public:
+  // The process-wide registry with CacheOptions::from_environment().
+  static KernelRegistry& instance();
+  explicit KernelRegistry(CacheOptions options);
+
+  // The cache key of a spec: hash of (spec text, source hash, NVRTC options, NVRTC version,
+  // library ABI version). Needs no GPU and no NVRTC.
+  CacheKey key_for(const KernelSpec& spec) const;
+
+  // Cache lookup, else compile and store. No GPU needed.
+  CompiledKernel compile(const KernelSpec& spec);
+
+  // The kernel loaded on `device` (an ordinal), from memory after the first call.
+  std::shared_ptr<const LoadedKernel> load(const KernelSpec& spec, int device);
+
+  DiskCache& cache() { return *cache_; }
+
+ private:
+  std::unique_ptr<DiskCache> cache_;
+  std::mutex mutex_;
+  std::map<std::pair<std::string, int>, std::shared_ptr<const LoadedKernel>> loaded_;
+};
+
+// Bumped whenever the cache entry's meaning changes without the kernel source changing.
+constexpr int kLibraryAbiVersion = 1;
+
+}  // namespace mlajit::jit

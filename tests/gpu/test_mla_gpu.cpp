@@ -1,0 +1,154 @@
+// BatchMlaAttention on the GPU against the float64 CPU reference. Every case draws fresh random
+// inputs, poisons the outputs first, and prints its relative errors.
+#include <cmath>
+#include <cstdio>
+
+#include "attention/mla_check.h"
+#include "gpu_test_support.h"
+
+namespace mlajit {
+namespace {
+
+constexpr double kBf16Tolerance = 1e-2;
+constexpr double kFp16Tolerance = 3e-3;
+
+MlaShape shape_of(int heads, int page_size, bool causal = false, DType dtype = DType::kBFloat16,
+                  int ckv = 512, int kpe = 64) {
+  MlaShape shape;
+  shape.num_heads = heads;
+  shape.page_size = page_size;
+  shape.causal = causal;
+  shape.dtype = dtype;
+  shape.head_dim_ckv = ckv;
+  shape.head_dim_kpe = kpe;
+  return shape;
+}
+
+void check_case(const MlaCheckCase& check) {
+  const MlaCheckResult result = run_mla_check(check);
+  const double tolerance =
+      check.shape.dtype == DType::kBFloat16 ? kBf16Tolerance : kFp16Tolerance;
+  std::printf("%-58s out %.2e lse %.2e tier %d cluster %d items %d %s%s\n", check.name.c_str(),
+              result.out_error, result.lse_error, result.plan.tier, result.plan.cluster_size,
+              result.plan.work_items, result.plan.two_launch ? "two-launch" : "cooperative",
+              result.passed(tolerance) ? "" : "  <-- FAIL");
+  INFO(check.name << " seed " << check.seed << " out error " << result.out_error
+                  << " lse error " << result.lse_error);
+  CHECK(result.all_written);
+  CHECK(result.lse_infinities_match);
+  CHECK(result.out_error < tolerance);
+  CHECK(result.lse_error < tolerance);
+}
+
+MlaCheckCase fixed_case(std::string name, MlaShape shape, std::vector<int> q_lens,
+                        std::vector<int> kv_lens, uint64_t seed) {
+  MlaCheckCase check;
+  check.name = std::move(name);
+  check.shape = shape;
+  check.q_lens = std::move(q_lens);
+  check.kv_lens = std::move(kv_lens);
+  check.seed = seed;
+  return check;
+}
+
+}  // namespace
+
+TEST_CASE("decode matches the reference across heads and page sizes", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 100;
+  for (int heads : {1, 16, 64, 128}) {
+    for (int page : {1, 16, 64}) {
+      auto check = make_random_case("decode H" + std::to_string(heads) + " page" +
+                                        std::to_string(page),
+                                    shape_of(heads, page), 7, 1, 1, 700, ++seed);
+      check_case(check);
+    }
+  }
+}
+
+TEST_CASE("edge kv lengths 0, 1, 63, 64 and 4097 are exact", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  for (bool causal : {false, true}) {
+    auto check = fixed_case(std::string("kv 0/1/63/64/4097 H16 page16") + (causal ? " causal" : ""),
+                            shape_of(16, 16, causal), {1, 1, 2, 1, 3}, {0, 1, 63, 64, 4097}, 7);
+    check_case(check);
+  }
+}
+
+TEST_CASE("speculative decode and chunked prefill respect the causal mask", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 300;
+  for (int q_len : {2, 4, 8}) {
+    for (bool causal : {false, true}) {
+      check_case(make_random_case("q_len " + std::to_string(q_len) + (causal ? " causal" : "") +
+                                      " H128 page64",
+                                  shape_of(128, 64, causal), 5, q_len, 8, 2000, ++seed));
+      check_case(make_random_case("q_len " + std::to_string(q_len) + (causal ? " causal" : "") +
+                                      " H16 page1",
+                                  shape_of(16, 1, causal), 9, q_len, 8, 1500, ++seed));
+    }
+  }
+  check_case(fixed_case("chunked prefill 1000 tokens causal H16", shape_of(16, 64, true), {1000},
+                        {1500}, 41));
+  check_case(fixed_case("chunked prefill 1000 tokens H1", shape_of(1, 16, false), {1000}, {1200},
+                        42));
+}
+
+TEST_CASE("ragged batches from 1 to 128 requests", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  check_case(make_random_case("ragged B1 H128", shape_of(128, 64), 1, 1, 3000, 3000, 51));
+  check_case(make_random_case("ragged B33 H64 page16", shape_of(64, 16), 33, 1, 0, 900, 52));
+  check_case(make_random_case("ragged B128 H16 page64", shape_of(16, 64), 128, 1, 1, 600, 53));
+}
+
+TEST_CASE("both head-dim pairs and both dtypes", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 600;
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    for (bool minicpm : {false, true}) {
+      for (bool causal : {false, true}) {
+        const int ckv = minicpm ? 256 : 512, kpe = minicpm ? 32 : 64;
+        auto check = make_random_case(std::string(dtype_name(dtype)) + (minicpm ? " 256/32" : " 512/64") +
+                                          (causal ? " causal q2" : " q1") + " H40",
+                                      shape_of(40, 16, causal, dtype, ckv, kpe), 6,
+                                      causal ? 2 : 1, 1, 1100, ++seed);
+        check_case(check);
+      }
+    }
+  }
+}
+
+TEST_CASE("every tier, forced, on both launch paths and both KV layouts", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 700;
+  for (int tier : {1, 2, 3}) {
+    for (bool two_launch : {false, true}) {
+      for (bool concatenated : {false, true}) {
+        for (bool minicpm : {false, true}) {
+          auto check = make_random_case(
+              "tier " + std::to_string(tier) + (two_launch ? " two-launch" : " cooperative") +
+                  (concatenated ? " concat-kv" : " split-kv") + (minicpm ? " 256/32" : " 512/64"),
+              shape_of(128, 16, tier == 2, DType::kBFloat16, minicpm ? 256 : 512,
+                       minicpm ? 32 : 64),
+              3, tier == 2 ? 2 : 1, 1, 2500, ++seed);
+          check.options.force_tier = tier;
+          check.options.force_two_launch = two_launch;
+          check.concatenated_kv = concatenated;
+          check_case(check);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("natural-log LSE and runs without LSE", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  auto natural = make_random_case("lse base e H16", shape_of(16, 16), 4, 1, 1, 800, 801);
+  natural.options.lse_base = LseBase::kNatural;
+  check_case(natural);
+  auto no_lse = make_random_case("no lse H16", shape_of(16, 16), 4, 1, 1, 800, 802);
+  no_lse.with_lse = false;
+  check_case(no_lse);
+}
+
+}  // namespace mlajit
