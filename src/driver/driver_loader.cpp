@@ -23,6 +23,8 @@ constexpr const char* kDriverRemedy =
     "install the NVIDIA driver (580 or newer for CUDA 13), or run on a machine with a CUDA "
     "GPU (in a container, start it with the NVIDIA container runtime, e.g. --gpus all)";
 
+constexpr const char* kStubAnswer = "stub library";
+
 enum class Status { kReady, kNoLibrary, kTooOld, kInitFailed, kNoDevices };
 
 struct LoadState {
@@ -52,6 +54,7 @@ struct ProcResolver {
     if (result == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS && *fn) return "";
     if (found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT) return "version not sufficient";
     if (found == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) return "symbol not found";
+    if (result == CUDA_ERROR_STUB_LIBRARY) return kStubAnswer;
     return fmt::format("cuGetProcAddress returned {}", static_cast<int>(result));
   }
 };
@@ -75,18 +78,27 @@ template <typename Fn>
 bool resolve(LoadState& state, const ProcResolver& resolver, const char* name, Fn& fn) {
   void* raw = nullptr;
   std::string why = resolver.resolve(name, &raw);
-  if (!why.empty()) {
-    int version = 0;
-    if (state.api.cuDriverGetVersion) state.api.cuDriverGetVersion(&version);
-    state.status = Status::kTooOld;
+  if (why.empty()) {
+    fn = reinterpret_cast<Fn>(raw);
+    return true;
+  }
+  state.status = Status::kTooOld;
+  if (why == kStubAnswer) {
+    // The toolkit's lib64/stubs/libcuda.so links programs but drives nothing; it is found
+    // when a stubs folder sits on LD_LIBRARY_PATH.
     state.reason = fmt::format(
-        "{} (driver API version {}) does not provide {} at the CUDA {}.{} ABI ({}): {}",
-        kLibraryName, version, name, kAbiVersion / 1000, kAbiVersion % 1000 / 10, why,
-        kDriverRemedy);
+        "{} is the CUDA toolkit's stub library (CUDA_ERROR_STUB_LIBRARY), not a driver: remove "
+        "the toolkit's lib64/stubs folder from LD_LIBRARY_PATH, or {}",
+        kLibraryName, kDriverRemedy);
     return false;
   }
-  fn = reinterpret_cast<Fn>(raw);
-  return true;
+  int version = 0;
+  if (state.api.cuDriverGetVersion) state.api.cuDriverGetVersion(&version);
+  state.reason = fmt::format(
+      "{} (driver API version {}) does not provide {} at the CUDA {}.{} ABI ({}): {}",
+      kLibraryName, version, name, kAbiVersion / 1000, kAbiVersion % 1000 / 10, why,
+      kDriverRemedy);
+  return false;
 }
 
 #define MLAJIT_RESOLVE(name) \
