@@ -544,6 +544,16 @@ TEST_CASE("a process killed mid-write leaves no entry and the next process build
   REQUIRE(listing.size() == 1);
   REQUIRE(listing[0].verifies);
   REQUIRE(listing[0].key_text == key.text);
+
+  // prune clears the abandoned temp file once it is an hour old, not before.
+  const auto temps = scan_temp_files(user);
+  REQUIRE(temps.size() == 1);
+  cache.prune(UINT64_MAX);
+  REQUIRE(fs::exists(temps[0].path));
+  set_mtime(temps[0].path, unix_now() - 7200);
+  cache.prune(UINT64_MAX);
+  REQUIRE_FALSE(fs::exists(temps[0].path));
+  REQUIRE(fs::exists(path));
 }
 
 // ---------------------------------------------------------------------------------- degraded

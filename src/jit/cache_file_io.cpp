@@ -63,7 +63,7 @@ ReadStatus read_file_bounded(const std::string& path, uint64_t max_bytes,
                              std::vector<uint8_t>* out, std::string* problem) {
   FdGuard f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) {
-    if (errno == ENOENT) return ReadStatus::kMissing;
+    if (errno == ENOENT || errno == ENOTDIR) return ReadStatus::kMissing;
     *problem = fmt::format("cannot open: {}", errno_text(errno));
     return ReadStatus::kError;
   }

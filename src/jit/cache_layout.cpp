@@ -37,18 +37,17 @@ std::string lock_path(const std::string& dir, const std::string& hex) {
 
 std::string quarantine_dir(const std::string& dir) { return dir + "/quarantine"; }
 
-std::vector<EntryFile> scan_entry_files(const std::string& dir) {
+namespace {
+
+// Files in the shard directories of `dir` whose names pass `keep`; `hex_of` extracts the hex.
+template <typename Keep>
+std::vector<EntryFile> scan_shards(const std::string& dir, Keep keep) {
   std::vector<EntryFile> files;
-  const std::string suffix = ".cubin";
   for (const auto& shard : directory_names(dir)) {
     if (shard.size() != 2 || !is_hex(shard)) continue;
     for (const auto& name : directory_names(dir + "/" + shard)) {
-      if (name.size() <= suffix.size() ||
-          name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
-        continue;
-      }
-      const std::string hex = name.substr(0, name.size() - suffix.size());
-      if (!is_hex(hex)) continue;  // skips ".<hex>.cubin.tmp.*" and strays
+      std::string hex;
+      if (!keep(name, &hex)) continue;
       EntryFile f;
       f.path = dir + "/" + shard + "/" + name;
       f.hex = hex;
@@ -60,6 +59,32 @@ std::vector<EntryFile> scan_entry_files(const std::string& dir) {
     }
   }
   return files;
+}
+
+constexpr char kEntrySuffix[] = ".cubin";
+constexpr char kTempInfix[] = ".cubin.tmp.";
+
+}  // namespace
+
+std::vector<EntryFile> scan_entry_files(const std::string& dir) {
+  return scan_shards(dir, [](const std::string& name, std::string* hex) {
+    const std::string suffix = kEntrySuffix;
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      return false;
+    }
+    *hex = name.substr(0, name.size() - suffix.size());
+    return is_hex(*hex);  // skips ".<hex>.cubin.tmp.*" and strays
+  });
+}
+
+std::vector<EntryFile> scan_temp_files(const std::string& dir) {
+  return scan_shards(dir, [](const std::string& name, std::string* hex) {
+    const size_t infix = name.find(kTempInfix);
+    if (name.empty() || name[0] != '.' || infix == std::string::npos) return false;
+    *hex = name.substr(1, infix - 1);
+    return is_hex(*hex);
+  });
 }
 
 }  // namespace mlajit::jit

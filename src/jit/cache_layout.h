@@ -29,4 +29,8 @@ struct EntryFile {
 // are skipped. A missing or unreadable dir yields nothing.
 std::vector<EntryFile> scan_entry_files(const std::string& dir);
 
+// The ".<hex>.cubin.tmp.*" files under the shard directories of `dir`: writes in flight, or
+// left behind by a process that died mid-write.
+std::vector<EntryFile> scan_temp_files(const std::string& dir);
+
 }  // namespace mlajit::jit

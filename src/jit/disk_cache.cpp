@@ -71,6 +71,18 @@ CacheListing listing_for(const EntryFile& f, const std::string& layer, const std
   return l;
 }
 
+// A writer killed between mkstemp and rename leaves its temp file behind. One untouched for an
+// hour is not a write in progress (a write takes milliseconds), so it can go.
+void remove_abandoned_temp_files(const std::string& dir) {
+  const int64_t hour_ago_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch() -
+                                  std::chrono::hours(1))
+                                  .count();
+  for (const auto& f : scan_temp_files(dir)) {
+    if (f.mtime_ns < hour_ago_ns) ::unlink(f.path.c_str());
+  }
+}
+
 }  // namespace
 
 struct DiskCache::Impl {
@@ -357,6 +369,7 @@ std::vector<CacheListing> DiskCache::Impl::prune(uint64_t max_bytes,
   std::vector<CacheListing> removed;
   const std::string& dir = options.user_dir;
   if (dir.empty() || !user_writable) return removed;  // shipped layers: never
+  remove_abandoned_temp_files(dir);
   auto files = scan_entry_files(dir);
   std::sort(files.begin(), files.end(),
             [](const EntryFile& a, const EntryFile& b) { return a.mtime_ns < b.mtime_ns; });
