@@ -306,12 +306,15 @@ CacheEntry DiskCache::get_or_build(const CacheKey& key, const std::function<Cach
     auto it = impl_->in_flight.find(key.hex);
     if (it != impl_->in_flight.end()) {
       waiting = it->second;
-      ++impl_->stats.memory_hits;
     } else {
       impl_->in_flight.emplace(key.hex, promise.get_future().share());
     }
   }
-  if (waiting.valid()) return waiting.get();
+  if (waiting.valid()) {
+    CacheEntry entry = waiting.get();  // throws what the leader's build threw
+    impl_->count(&CacheStats::memory_hits);
+    return entry;
+  }
 
   try {
     CacheEntry entry = impl_->load_or_build(key, build);
