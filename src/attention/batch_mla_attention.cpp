@@ -209,8 +209,10 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   config.stream = cu_stream;
   void* kernel_args[] = {&params};
 
-  // Without split tiles there is nothing to merge: one plain launch, no barrier.
-  const bool needs_merge = !plan.merge_records.empty();
+  // Without split tiles there is nothing to merge: one plain launch, no barrier. A pinned
+  // grid (the CUDA-graph mode) always launches the same way, so a captured graph stays
+  // right for plans that do split.
+  const bool needs_merge = !plan.merge_records.empty() || s.options.cluster_size != 0;
   if (!needs_merge || s.two_launch) {
     params.phase = 1;
     s.kernel->function.launch(config, kernel_args);
