@@ -223,29 +223,50 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const SmemMap<C>& sm,
   }
 }
 
+// Page ids of the KV rows this thread copies for one tile, looked up one tile ahead so that
+// the dependent global load never stalls the warp right before it issues its copies.
+template <typename C>
+struct KvPages {
+  int32_t page[C::kKvPasses];
+};
+
+template <typename C>
+__device__ __forceinline__ int32_t kv_row_of(const ThreadRole& role, int pass) {
+  return role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+}
+
+template <typename C>
+__device__ __forceinline__ KvPages<C> fetch_pages(const MlaParams& p, const TileContext& t,
+                                                  const ThreadRole& role, int tile) {
+  KvPages<C> pages;
+#pragma unroll
+  for (int pass = 0; pass < C::kKvPasses; ++pass) {
+    const int32_t token = t.kv_start + tile * C::kKvTile + kv_row_of<C>(role, pass);
+    const bool valid = kv_row_of<C>(role, pass) < C::kKvTile && token < t.kv_stop;
+    pages.page[pass] = valid ? p.kv_indices[t.kv_page_base + token / p.page_size] : 0;
+  }
+  return pages;
+}
+
 // Stage: load_kv. KV tile `tile` (tokens kv_start + tile * KV_TILE ...) into stage `stage`.
 // Token t of the request is slot t % page_size of page kv_indices[kv_page_base + t / page_size];
 // offsets are 64-bit since page * stride_page exceeds 2^31 on large pools.
 template <typename C>
 __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm,
                                         const TileContext& t, const ThreadRole& role, int tile,
-                                        int stage) {
+                                        int stage, const KvPages<C>& pages) {
   using DType = typename C::DType;
   const int lane8 = role.tid % C::kLanesPerRow;
   const uint32_t ckv_dst = sm.ckv(stage);
   const uint32_t kpe_dst = sm.kpe_p(stage);
 #pragma unroll
   for (int pass = 0; pass < C::kKvPasses; ++pass) {
-    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    const int row = kv_row_of<C>(role, pass);
     if (C::kKvTile % C::kRowsPerPass == 0 || row < C::kKvTile) {
       const int32_t token = t.kv_start + tile * C::kKvTile + row;
       const bool valid = token < t.kv_stop;
-      int64_t page = 0;
-      int32_t slot = 0;
-      if (valid) {
-        page = p.kv_indices[t.kv_page_base + token / p.page_size];
-        slot = token % p.page_size;
-      }
+      const int64_t page = pages.page[pass];
+      const int32_t slot = valid ? token % p.page_size : 0;
       const DType* ckv = static_cast<const DType*>(p.ckv) + page * p.ckv_stride_page +
                          slot * p.ckv_stride_token;
       const DType* kpe = static_cast<const DType*>(p.kpe) + page * p.kpe_stride_page +
@@ -268,25 +289,35 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
   }
 }
 
+// Issues the copies of tile `tile` (if it exists) with the prefetched pages, then prefetches
+// the pages of the tile after it.
+template <typename C>
+__device__ __forceinline__ void issue_tile(const MlaParams& p, const SmemMap<C>& sm,
+                                           const TileContext& t, const ThreadRole& role, int tile,
+                                           KvPages<C>& pages) {
+  if (tile < t.num_tiles) {
+    load_kv<C>(p, sm, t, role, tile, tile % C::kStages, pages);
+    pages = fetch_pages<C>(p, t, role, tile + 1);
+  }
+  cp_async_commit();  // possibly empty: keeps the group count uniform
+}
+
 // Keeps the pipeline NUM_STAGES - 1 tiles ahead and returns once tile `tile` is in shared
 // memory for every thread. With one stage there is nothing to overlap: the single buffer is
 // refilled after everyone has finished with it.
 template <typename C>
 __device__ __forceinline__ void advance_pipeline(const MlaParams& p, const SmemMap<C>& sm,
                                                  const TileContext& t, const ThreadRole& role,
-                                                 int tile) {
+                                                 int tile, KvPages<C>& pages) {
   if constexpr (C::kStages == 1) {
     __syncthreads();
-    load_kv<C>(p, sm, t, role, tile, 0);
-    cp_async_commit();
+    issue_tile<C>(p, sm, t, role, tile, pages);
     cp_async_wait<0>();
     __syncthreads();
   } else {
     cp_async_wait<C::kStages - 2>();
     __syncthreads();  // tile visible to all; the stage refilled below is no longer read
-    const int ahead = tile + C::kStages - 1;
-    if (ahead < t.num_tiles) load_kv<C>(p, sm, t, role, ahead, ahead % C::kStages);
-    cp_async_commit();  // possibly empty: keeps the group count uniform
+    issue_tile<C>(p, sm, t, role, tile + C::kStages - 1, pages);
   }
 }
 
@@ -382,27 +413,37 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8]
     for (int j = 0; j < 2; ++j)
       m_tile[j] = fmaxf(sm.row_exchange[role.acc_row(j)], sm.row_exchange[C::kQTile + role.acc_row(j)]);
   }
+  float rescale[2], base[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     // A row that has seen nothing yet keeps m = -inf; use 0 as the base so that
     // 2^(-inf - base) = 0 rather than 2^(-inf + inf) = NaN.
-    const float base = m_tile[j] == neg_inf() ? 0.f : m_tile[j] * scale_log2;
-    const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
+    base[j] = m_tile[j] == neg_inf() ? 0.f : m_tile[j] * scale_log2;
+    rescale[j] = fast_exp2(st.m[j] * scale_log2 - base[j]);
     st.m[j] = m_tile[j];
-    st.d[j] *= rescale;
+    st.d[j] *= rescale[j];
+  }
+  // Once the running maxima settle, most tiles leave them unchanged: skip the O rescale
+  // (half of a thread's registers) when no row of the warp needs it.
+  if (__any_sync(0xffffffffu, rescale[0] != 1.f || rescale[1] != 1.f)) {
 #pragma unroll
-    for (int b = 0; b < C::kPvDimBlocks; ++b) {
-      st.o[b][2 * j] *= rescale;
-      st.o[b][2 * j + 1] *= rescale;
-      st.o[b][2 * j + 4] *= rescale;
-      st.o[b][2 * j + 5] *= rescale;
-    }
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int b = 0; b < C::kPvDimBlocks; ++b) {
+        st.o[b][2 * j] *= rescale[j];
+        st.o[b][2 * j + 1] *= rescale[j];
+        st.o[b][2 * j + 4] *= rescale[j];
+        st.o[b][2 * j + 5] *= rescale[j];
+      }
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
 #pragma unroll
     for (int b = 0; b < C::kQkBlocks; ++b) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        s[b][2 * j + r] = fast_exp2(s[b][2 * j + r] * scale_log2 - base);
-        s[b][2 * j + 4 + r] = fast_exp2(s[b][2 * j + 4 + r] * scale_log2 - base);
+        s[b][2 * j + r] = fast_exp2(s[b][2 * j + r] * scale_log2 - base[j]);
+        s[b][2 * j + 4 + r] = fast_exp2(s[b][2 * j + 4 + r] * scale_log2 - base[j]);
         st.d[j] += s[b][2 * j + r] + s[b][2 * j + 4 + r];
       }
     }
@@ -559,17 +600,15 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
   SoftmaxState<C> st;
   st.init();
   __syncthreads();  // the previous item's output staging has been read
+  KvPages<C> pages = fetch_pages<C>(p, t, role, 0);
   if (t.num_tiles > 0) {
     load_q<C>(p, sm, t, role);  // joins the first KV tile's cp.async group
 #pragma unroll
-    for (int tile = 0; tile < C::kStages - 1; ++tile) {
-      if (tile < t.num_tiles) load_kv<C>(p, sm, t, role, tile, tile);
-      cp_async_commit();
-    }
+    for (int tile = 0; tile < C::kStages - 1; ++tile) issue_tile<C>(p, sm, t, role, tile, pages);
   }
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
-    advance_pipeline<C>(p, sm, t, role, tile);
+    advance_pipeline<C>(p, sm, t, role, tile, pages);
     const int stage = tile % C::kStages;
     float s[C::kQkBlocks][8];
     compute_qk<C>(s, sm, stage, role);
