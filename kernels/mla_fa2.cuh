@@ -388,12 +388,33 @@ __device__ __forceinline__ void mask_scores(float (&s)[C::kQkBlocks][8], const T
     }
 }
 
-// Stage: update_softmax_state. New row maxima (shared across warpgroups when sharded),
-// rescale of O and the row sums, and s turned into unnormalised probabilities 2^(s*c - m*c).
+// O and the row sums of rows j = 0, 1 times factor[j]. Once the running maxima settle most
+// tiles leave them unchanged: the O rescale (half of a thread's registers) is skipped when no
+// row of the warp needs it.
+template <typename C>
+__device__ __forceinline__ void rescale_rows(SoftmaxState<C>& st, const float (&factor)[2]) {
+  st.d[0] *= factor[0];
+  st.d[1] *= factor[1];
+  if (__any_sync(0xffffffffu, factor[0] != 1.f || factor[1] != 1.f)) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int b = 0; b < C::kPvDimBlocks; ++b) {
+        st.o[b][2 * j] *= factor[j];
+        st.o[b][2 * j + 1] *= factor[j];
+        st.o[b][2 * j + 4] *= factor[j];
+        st.o[b][2 * j + 5] *= factor[j];
+      }
+  }
+}
+
+// Stage: update_softmax_state. New row maxima over the columns this warpgroup computed,
+// rescale of O and the row sums, and s turned into unnormalised probabilities
+// 2^(s*c - m*c). With QK_SHARD the maxima are only this warpgroup's; compute_pv reconciles
+// the two warpgroups at the barrier it needs anyway for P, instead of a barrier of its own.
 template <typename C>
 __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8],
-                                                     SoftmaxState<C>& st, const SmemMap<C>& sm,
-                                                     float scale_log2, const ThreadRole& role) {
+                                                     SoftmaxState<C>& st, float scale_log2) {
   float m_tile[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -403,16 +424,6 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8]
       mx = fmaxf(mx, fmaxf(fmaxf(s[b][2 * j], s[b][2 * j + 1]), fmaxf(s[b][2 * j + 4], s[b][2 * j + 5])));
     m_tile[j] = quad_max(mx);
   }
-  if constexpr (C::kQkShard) {
-    if (role.lane % 4 == 0) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = m_tile[j];
-    }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-      m_tile[j] = fmaxf(sm.row_exchange[role.acc_row(j)], sm.row_exchange[C::kQTile + role.acc_row(j)]);
-  }
   float rescale[2], base[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -421,21 +432,8 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8]
     base[j] = m_tile[j] == neg_inf() ? 0.f : m_tile[j] * scale_log2;
     rescale[j] = fast_exp2(st.m[j] * scale_log2 - base[j]);
     st.m[j] = m_tile[j];
-    st.d[j] *= rescale[j];
   }
-  // Once the running maxima settle, most tiles leave them unchanged: skip the O rescale
-  // (half of a thread's registers) when no row of the warp needs it.
-  if (__any_sync(0xffffffffu, rescale[0] != 1.f || rescale[1] != 1.f)) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int b = 0; b < C::kPvDimBlocks; ++b) {
-        st.o[b][2 * j] *= rescale[j];
-        st.o[b][2 * j + 1] *= rescale[j];
-        st.o[b][2 * j + 4] *= rescale[j];
-        st.o[b][2 * j + 5] *= rescale[j];
-      }
-  }
+  rescale_rows<C>(st, rescale);
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
 #pragma unroll
@@ -465,11 +463,26 @@ __device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C>& st, const u
   }
 }
 
+// Scales the probabilities of a packed A fragment: rows g (registers 0, 2) by factor[0] and
+// g + 8 (registers 1, 3) by factor[1].
+template <typename T>
+__device__ __forceinline__ void scale_fragment_rows(uint32_t (&a)[4], const float (&factor)[2]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    float lo, hi;
+    unpack2<T>(a[r], lo, hi);
+    a[r] = Dtype16<T>::pack(lo * factor[r % 2], hi * factor[r % 2]);
+  }
+}
+
 // Stage: compute_pv. With QK_SHARD the other warpgroup's probabilities come through shared
-// memory (the stage's kpe buffer, free once both warpgroups are past the row-max exchange).
+// memory (the stage's kpe buffer, free once both warpgroups are past QK), together with the
+// row maxima they are relative to. Both warpgroups then move to the larger maximum: O and the
+// row sum are scaled for this warpgroup's side, the other side's P as it is read.
 template <typename C>
 __device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], SoftmaxState<C>& st,
-                                           const SmemMap<C>& sm, int stage, const ThreadRole& role) {
+                                           const SmemMap<C>& sm, int stage, float scale_log2,
+                                           const ThreadRole& role) {
   using DType = typename C::DType;
   using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
   const uint32_t v_base = sm.ckv(stage);
@@ -486,11 +499,27 @@ __device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], So
 #pragma unroll
     for (int b = 0; b < C::kQkBlocks; ++b)
       stmatrix_x4(p_base + PSwizzle::byte_offset(prow, (own_col0 + 16 * b) / 8 + role.lane / 16), p[b]);
+    if (role.lane % 4 == 0) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = st.m[j];
+    }
   }
 #pragma unroll
   for (int b = 0; b < C::kQkBlocks; ++b) accumulate_pv_block<C>(st, p[b], v_base, own_col0 + 16 * b, v_addr);
   if constexpr (C::kQkShard) {
-    __syncthreads();  // the other warpgroup's P is in shared memory
+    __syncthreads();  // the other warpgroup's P and maxima are in shared memory
+    float own_factor[2], other_factor[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float m_other = sm.row_exchange[(1 - role.group) * C::kQTile + role.acc_row(j)];
+      const float m_new = fmaxf(st.m[j], m_other);
+      // Equal maxima (including both -inf) need no scaling; otherwise m_new is finite.
+      own_factor[j] = st.m[j] == m_new ? 1.f : fast_exp2((st.m[j] - m_new) * scale_log2);
+      other_factor[j] = m_other == m_new ? 1.f : fast_exp2((m_other - m_new) * scale_log2);
+      st.m[j] = m_new;
+    }
+    rescale_rows<C>(st, own_factor);
+    const bool scale_other = __any_sync(0xffffffffu, other_factor[0] != 1.f || other_factor[1] != 1.f);
     const uint32_t p_base = sm.kpe_p(stage);
     const int other_col0 = (1 - role.group) * C::kQkCols;
     const int prow = role.warp * 16 + role.lane % 16;
@@ -498,6 +527,7 @@ __device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], So
     for (int b = 0; b < C::kQkBlocks; ++b) {
       uint32_t q[4];
       ldmatrix_x4(q, p_base + PSwizzle::byte_offset(prow, (other_col0 + 16 * b) / 8 + role.lane / 16));
+      if (scale_other) scale_fragment_rows<DType>(q, other_factor);
       accumulate_pv_block<C>(st, q, v_base, other_col0 + 16 * b, v_addr);
     }
   }
@@ -512,7 +542,7 @@ __device__ __forceinline__ void normalize(SoftmaxState<C>& st, const SmemMap<C>&
 #pragma unroll
   for (int j = 0; j < 2; ++j) d[j] = quad_sum(st.d[j]);
   if constexpr (C::kQkShard) {
-    // The last reads of the max exchange are separated from these writes by compute_pv's barrier.
+    __syncthreads();  // the other warpgroup has read the maxima of the last tile
     if (role.lane % 4 == 0) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = d[j];
@@ -613,8 +643,8 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
     float s[C::kQkBlocks][8];
     compute_qk<C>(s, sm, stage, role);
     if (t.kv_start + (tile + 1) * C::kKvTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
-    update_softmax_state<C>(s, st, sm, p.sm_scale_log2, role);
-    compute_pv<C>(s, st, sm, stage, role);
+    update_softmax_state<C>(s, st, p.sm_scale_log2);
+    compute_pv<C>(s, st, sm, stage, p.sm_scale_log2, role);
   }
   cp_async_wait<0>();
   float lse[2];
