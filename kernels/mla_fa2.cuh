@@ -223,50 +223,29 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const SmemMap<C>& sm,
   }
 }
 
-// Page ids of the KV rows this thread copies for one tile, looked up one tile ahead so that
-// the dependent global load never stalls the warp right before it issues its copies.
-template <typename C>
-struct KvPages {
-  int32_t page[C::kKvPasses];
-};
-
-template <typename C>
-__device__ __forceinline__ int32_t kv_row_of(const ThreadRole& role, int pass) {
-  return role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
-}
-
-template <typename C>
-__device__ __forceinline__ KvPages<C> fetch_pages(const MlaParams& p, const TileContext& t,
-                                                  const ThreadRole& role, int tile) {
-  KvPages<C> pages;
-#pragma unroll
-  for (int pass = 0; pass < C::kKvPasses; ++pass) {
-    const int32_t token = t.kv_start + tile * C::kKvTile + kv_row_of<C>(role, pass);
-    const bool valid = kv_row_of<C>(role, pass) < C::kKvTile && token < t.kv_stop;
-    pages.page[pass] = valid ? p.kv_indices[t.kv_page_base + token / p.page_size] : 0;
-  }
-  return pages;
-}
-
 // Stage: load_kv. KV tile `tile` (tokens kv_start + tile * KV_TILE ...) into stage `stage`.
 // Token t of the request is slot t % page_size of page kv_indices[kv_page_base + t / page_size];
 // offsets are 64-bit since page * stride_page exceeds 2^31 on large pools.
 template <typename C>
 __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm,
                                         const TileContext& t, const ThreadRole& role, int tile,
-                                        int stage, const KvPages<C>& pages) {
+                                        int stage) {
   using DType = typename C::DType;
   const int lane8 = role.tid % C::kLanesPerRow;
   const uint32_t ckv_dst = sm.ckv(stage);
   const uint32_t kpe_dst = sm.kpe_p(stage);
 #pragma unroll
   for (int pass = 0; pass < C::kKvPasses; ++pass) {
-    const int row = kv_row_of<C>(role, pass);
+    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
     if (C::kKvTile % C::kRowsPerPass == 0 || row < C::kKvTile) {
       const int32_t token = t.kv_start + tile * C::kKvTile + row;
       const bool valid = token < t.kv_stop;
-      const int64_t page = pages.page[pass];
-      const int32_t slot = valid ? token % p.page_size : 0;
+      int64_t page = 0;
+      int32_t slot = 0;
+      if (valid) {
+        page = p.kv_indices[t.kv_page_base + token / p.page_size];
+        slot = token % p.page_size;
+      }
       const DType* ckv = static_cast<const DType*>(p.ckv) + page * p.ckv_stride_page +
                          slot * p.ckv_stride_token;
       const DType* kpe = static_cast<const DType*>(p.kpe) + page * p.kpe_stride_page +
@@ -289,35 +268,25 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
   }
 }
 
-// Issues the copies of tile `tile` (if it exists) with the prefetched pages, then prefetches
-// the pages of the tile after it.
-template <typename C>
-__device__ __forceinline__ void issue_tile(const MlaParams& p, const SmemMap<C>& sm,
-                                           const TileContext& t, const ThreadRole& role, int tile,
-                                           KvPages<C>& pages) {
-  if (tile < t.num_tiles) {
-    load_kv<C>(p, sm, t, role, tile, tile % C::kStages, pages);
-    pages = fetch_pages<C>(p, t, role, tile + 1);
-  }
-  cp_async_commit();  // possibly empty: keeps the group count uniform
-}
-
 // Keeps the pipeline NUM_STAGES - 1 tiles ahead and returns once tile `tile` is in shared
 // memory for every thread. With one stage there is nothing to overlap: the single buffer is
 // refilled after everyone has finished with it.
 template <typename C>
 __device__ __forceinline__ void advance_pipeline(const MlaParams& p, const SmemMap<C>& sm,
                                                  const TileContext& t, const ThreadRole& role,
-                                                 int tile, KvPages<C>& pages) {
+                                                 int tile) {
   if constexpr (C::kStages == 1) {
     __syncthreads();
-    issue_tile<C>(p, sm, t, role, tile, pages);
+    load_kv<C>(p, sm, t, role, tile, 0);
+    cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
   } else {
     cp_async_wait<C::kStages - 2>();
     __syncthreads();  // tile visible to all; the stage refilled below is no longer read
-    issue_tile<C>(p, sm, t, role, tile + C::kStages - 1, pages);
+    const int ahead = tile + C::kStages - 1;
+    if (ahead < t.num_tiles) load_kv<C>(p, sm, t, role, ahead, ahead % C::kStages);
+    cp_async_commit();  // possibly empty: keeps the group count uniform
   }
 }
 
@@ -388,33 +357,12 @@ __device__ __forceinline__ void mask_scores(float (&s)[C::kQkBlocks][8], const T
     }
 }
 
-// O and the row sums of rows j = 0, 1 times factor[j]. Once the running maxima settle most
-// tiles leave them unchanged: the O rescale (half of a thread's registers) is skipped when no
-// row of the warp needs it.
-template <typename C>
-__device__ __forceinline__ void rescale_rows(SoftmaxState<C>& st, const float (&factor)[2]) {
-  st.d[0] *= factor[0];
-  st.d[1] *= factor[1];
-  if (__any_sync(0xffffffffu, factor[0] != 1.f || factor[1] != 1.f)) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int b = 0; b < C::kPvDimBlocks; ++b) {
-        st.o[b][2 * j] *= factor[j];
-        st.o[b][2 * j + 1] *= factor[j];
-        st.o[b][2 * j + 4] *= factor[j];
-        st.o[b][2 * j + 5] *= factor[j];
-      }
-  }
-}
-
-// Stage: update_softmax_state. New row maxima over the columns this warpgroup computed,
-// rescale of O and the row sums, and s turned into unnormalised probabilities
-// 2^(s*c - m*c). With QK_SHARD the maxima are only this warpgroup's; compute_pv reconciles
-// the two warpgroups at the barrier it needs anyway for P, instead of a barrier of its own.
+// Stage: update_softmax_state. New row maxima (shared across warpgroups when sharded),
+// rescale of O and the row sums, and s turned into unnormalised probabilities 2^(s*c - m*c).
 template <typename C>
 __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8],
-                                                     SoftmaxState<C>& st, float scale_log2) {
+                                                     SoftmaxState<C>& st, const SmemMap<C>& sm,
+                                                     float scale_log2, const ThreadRole& role) {
   float m_tile[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -424,24 +372,37 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8]
       mx = fmaxf(mx, fmaxf(fmaxf(s[b][2 * j], s[b][2 * j + 1]), fmaxf(s[b][2 * j + 4], s[b][2 * j + 5])));
     m_tile[j] = quad_max(mx);
   }
-  float rescale[2], base[2];
+  if constexpr (C::kQkShard) {
+    if (role.lane % 4 == 0) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = m_tile[j];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      m_tile[j] = fmaxf(sm.row_exchange[role.acc_row(j)], sm.row_exchange[C::kQTile + role.acc_row(j)]);
+  }
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     // A row that has seen nothing yet keeps m = -inf; use 0 as the base so that
     // 2^(-inf - base) = 0 rather than 2^(-inf + inf) = NaN.
-    base[j] = m_tile[j] == neg_inf() ? 0.f : m_tile[j] * scale_log2;
-    rescale[j] = fast_exp2(st.m[j] * scale_log2 - base[j]);
+    const float base = m_tile[j] == neg_inf() ? 0.f : m_tile[j] * scale_log2;
+    const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
     st.m[j] = m_tile[j];
-  }
-  rescale_rows<C>(st, rescale);
+    st.d[j] *= rescale;
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
+    for (int b = 0; b < C::kPvDimBlocks; ++b) {
+      st.o[b][2 * j] *= rescale;
+      st.o[b][2 * j + 1] *= rescale;
+      st.o[b][2 * j + 4] *= rescale;
+      st.o[b][2 * j + 5] *= rescale;
+    }
 #pragma unroll
     for (int b = 0; b < C::kQkBlocks; ++b) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        s[b][2 * j + r] = fast_exp2(s[b][2 * j + r] * scale_log2 - base[j]);
-        s[b][2 * j + 4 + r] = fast_exp2(s[b][2 * j + 4 + r] * scale_log2 - base[j]);
+        s[b][2 * j + r] = fast_exp2(s[b][2 * j + r] * scale_log2 - base);
+        s[b][2 * j + 4 + r] = fast_exp2(s[b][2 * j + 4 + r] * scale_log2 - base);
         st.d[j] += s[b][2 * j + r] + s[b][2 * j + 4 + r];
       }
     }
@@ -463,26 +424,11 @@ __device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C>& st, const u
   }
 }
 
-// Scales the probabilities of a packed A fragment: rows g (registers 0, 2) by factor[0] and
-// g + 8 (registers 1, 3) by factor[1].
-template <typename T>
-__device__ __forceinline__ void scale_fragment_rows(uint32_t (&a)[4], const float (&factor)[2]) {
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    float lo, hi;
-    unpack2<T>(a[r], lo, hi);
-    a[r] = Dtype16<T>::pack(lo * factor[r % 2], hi * factor[r % 2]);
-  }
-}
-
 // Stage: compute_pv. With QK_SHARD the other warpgroup's probabilities come through shared
-// memory (the stage's kpe buffer, free once both warpgroups are past QK), together with the
-// row maxima they are relative to. Both warpgroups then move to the larger maximum: O and the
-// row sum are scaled for this warpgroup's side, the other side's P as it is read.
+// memory (the stage's kpe buffer, free once both warpgroups are past the row-max exchange).
 template <typename C>
 __device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], SoftmaxState<C>& st,
-                                           const SmemMap<C>& sm, int stage, float scale_log2,
-                                           const ThreadRole& role) {
+                                           const SmemMap<C>& sm, int stage, const ThreadRole& role) {
   using DType = typename C::DType;
   using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
   const uint32_t v_base = sm.ckv(stage);
@@ -499,27 +445,11 @@ __device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], So
 #pragma unroll
     for (int b = 0; b < C::kQkBlocks; ++b)
       stmatrix_x4(p_base + PSwizzle::byte_offset(prow, (own_col0 + 16 * b) / 8 + role.lane / 16), p[b]);
-    if (role.lane % 4 == 0) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = st.m[j];
-    }
   }
 #pragma unroll
   for (int b = 0; b < C::kQkBlocks; ++b) accumulate_pv_block<C>(st, p[b], v_base, own_col0 + 16 * b, v_addr);
   if constexpr (C::kQkShard) {
-    __syncthreads();  // the other warpgroup's P and maxima are in shared memory
-    float own_factor[2], other_factor[2];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float m_other = sm.row_exchange[(1 - role.group) * C::kQTile + role.acc_row(j)];
-      const float m_new = fmaxf(st.m[j], m_other);
-      // Equal maxima (including both -inf) need no scaling; otherwise m_new is finite.
-      own_factor[j] = st.m[j] == m_new ? 1.f : fast_exp2((st.m[j] - m_new) * scale_log2);
-      other_factor[j] = m_other == m_new ? 1.f : fast_exp2((m_other - m_new) * scale_log2);
-      st.m[j] = m_new;
-    }
-    rescale_rows<C>(st, own_factor);
-    const bool scale_other = __any_sync(0xffffffffu, other_factor[0] != 1.f || other_factor[1] != 1.f);
+    __syncthreads();  // the other warpgroup's P is in shared memory
     const uint32_t p_base = sm.kpe_p(stage);
     const int other_col0 = (1 - role.group) * C::kQkCols;
     const int prow = role.warp * 16 + role.lane % 16;
@@ -527,7 +457,6 @@ __device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], So
     for (int b = 0; b < C::kQkBlocks; ++b) {
       uint32_t q[4];
       ldmatrix_x4(q, p_base + PSwizzle::byte_offset(prow, (other_col0 + 16 * b) / 8 + role.lane / 16));
-      if (scale_other) scale_fragment_rows<DType>(q, other_factor);
       accumulate_pv_block<C>(st, q, v_base, other_col0 + 16 * b, v_addr);
     }
   }
@@ -542,7 +471,7 @@ __device__ __forceinline__ void normalize(SoftmaxState<C>& st, const SmemMap<C>&
 #pragma unroll
   for (int j = 0; j < 2; ++j) d[j] = quad_sum(st.d[j]);
   if constexpr (C::kQkShard) {
-    __syncthreads();  // the other warpgroup has read the maxima of the last tile
+    // The last reads of the max exchange are separated from these writes by compute_pv's barrier.
     if (role.lane % 4 == 0) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = d[j];
@@ -630,21 +559,23 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
   SoftmaxState<C> st;
   st.init();
   __syncthreads();  // the previous item's output staging has been read
-  KvPages<C> pages = fetch_pages<C>(p, t, role, 0);
   if (t.num_tiles > 0) {
     load_q<C>(p, sm, t, role);  // joins the first KV tile's cp.async group
 #pragma unroll
-    for (int tile = 0; tile < C::kStages - 1; ++tile) issue_tile<C>(p, sm, t, role, tile, pages);
+    for (int tile = 0; tile < C::kStages - 1; ++tile) {
+      if (tile < t.num_tiles) load_kv<C>(p, sm, t, role, tile, tile);
+      cp_async_commit();
+    }
   }
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
-    advance_pipeline<C>(p, sm, t, role, tile, pages);
+    advance_pipeline<C>(p, sm, t, role, tile);
     const int stage = tile % C::kStages;
     float s[C::kQkBlocks][8];
     compute_qk<C>(s, sm, stage, role);
     if (t.kv_start + (tile + 1) * C::kKvTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
-    update_softmax_state<C>(s, st, p.sm_scale_log2);
-    compute_pv<C>(s, st, sm, stage, p.sm_scale_log2, role);
+    update_softmax_state<C>(s, st, sm, p.sm_scale_log2, role);
+    compute_pv<C>(s, st, sm, stage, role);
   }
   cp_async_wait<0>();
   float lse[2];
