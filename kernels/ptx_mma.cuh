@@ -23,11 +23,23 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t sme
                : "r"(smem_addr));
 }
 
-// The inverse of ldmatrix_x4 (sm_90): the same addressing, the same register order.
+// The inverse of ldmatrix_x4: the same addressing, the same register order. stmatrix is an
+// sm_90 instruction; before that each lane fetches the row address it writes to (lane l holds
+// row l / 4, columns 2 (l % 4) .. +1 of every matrix) and stores its 4 bytes itself.
 __device__ __forceinline__ void stmatrix_x4(uint32_t smem_addr, const uint32_t (&r)[4]) {
+#if __CUDA_ARCH__ >= 900
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(smem_addr),
                "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
                : "memory");
+#else
+  uint32_t lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const uint32_t row_addr = __shfl_sync(0xffffffffu, smem_addr, 8 * m + lane / 4);
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(row_addr + 4 * (lane % 4)), "r"(r[m]) : "memory");
+  }
+#endif
 }
 
 // c[0..3] += A(16x16, row-major fragment a) * B(16x8, col-major fragment b0, b1).
