@@ -7,5 +7,6 @@ function(mlajit_embed_kernels output)
     COMMAND ${CMAKE_COMMAND} -DOUTPUT=${output} "-DFILES=${files}"
             -P ${PROJECT_SOURCE_DIR}/cmake/embed_kernels_script.cmake
     DEPENDS ${files} ${PROJECT_SOURCE_DIR}/cmake/embed_kernels_script.cmake
-    COMMENT "Embedding kernel sources")
+    COMMENT "Embedding kernel sources"
+    VERBATIM)
 endfunction()

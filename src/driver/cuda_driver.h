@@ -6,8 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlajit::driver {
@@ -54,6 +57,13 @@ class Library {
 
  private:
   CUlibrary library_ = nullptr;
+  // Per (lowered name, device ordinal): the function and the dynamic-smem attribute set on it.
+  struct CachedFunction {
+    CUfunction function = nullptr;
+    int dynamic_smem_attribute = 0;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<std::string, int>, CachedFunction> functions_;
 };
 
 struct LaunchConfig {
@@ -131,6 +141,8 @@ class Stream {
  public:
   Stream();  // non-blocking stream on the current context
   ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
   CUstream get() const { return stream_; }
 
  private:
@@ -141,6 +153,8 @@ class Event {
  public:
   Event();
   ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
   void record(CUstream stream);
   float elapsed_ms_since(const Event& start) const;  // synchronizes on this event
   CUevent get() const { return event_; }

@@ -2,6 +2,7 @@
 // KernelSpec -> NVRTC program: a generated prelude (fixed-width types, the spec's constants)
 // followed by #include of the family's kernel source. Kernel sources come from the embedded
 // copy, or from $MLAJIT_KERNEL_DIR when set (kernel development without rebuilding).
+#include <map>
 #include <string>
 
 #include "jit/nvrtc_compiler.h"
@@ -18,5 +19,14 @@ struct GeneratedProgram {
 
 // Throws Error(kUnsupported) for a family or head-dim pair the kernels do not implement.
 GeneratedProgram generate_program(const KernelSpec& spec);
+
+// The same, from the given kernel files (name -> contents) instead of kernel_sources().
+GeneratedProgram generate_program(const KernelSpec& spec,
+                                  const std::map<std::string, std::string>& kernel_files);
+
+// The kernel files programs are built from: every *.cuh in $MLAJIT_KERNEL_DIR when it is set
+// (logged as a warning: the cache keys then follow the files on disk), else the embedded copy.
+// Throws Error(kIoError) when the directory or a file cannot be read.
+std::map<std::string, std::string> kernel_sources();
 
 }  // namespace mlajit::jit

@@ -1,0 +1,337 @@
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "jit/codegen.h"
+#include "jit/embedded_kernels.h"
+#include "jit/tile_config.h"
+#include "mlajit/error.h"
+
+using mlajit::DType;
+using mlajit::Error;
+using mlajit::ErrorCode;
+using mlajit::KernelSpec;
+using mlajit::TileConfig;
+using namespace mlajit::jit;
+
+namespace {
+
+const char* kProfiledArchs[] = {"sm_80",  "sm_86",  "sm_87",  "sm_89",  "sm_90",
+                                "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"};
+
+KernelSpec demo_spec(const std::string& arch) {
+  KernelSpec spec;
+  spec.family = "grid_barrier_demo";
+  spec.arch = arch;
+  return spec;
+}
+
+KernelSpec mla_spec(const std::string& arch, DType dtype, int ckv, int kpe, bool causal) {
+  KernelSpec spec;
+  spec.arch = arch;
+  spec.q_dtype = spec.kv_dtype = spec.o_dtype = dtype;
+  spec.head_dim_ckv = ckv;
+  spec.head_dim_kpe = kpe;
+  spec.causal = causal;
+  const DeviceProfile& profile = device_profile(arch);
+  spec.tile = select_tile_config(spec, profile.smem_per_sm, profile.smem_per_block_optin);
+  return spec;
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+bool is_elf(const std::vector<uint8_t>& image) {
+  return image.size() > 4 && image[0] == 0x7f && image[1] == 'E' && image[2] == 'L' &&
+         image[3] == 'F';
+}
+
+bool nvrtc_or_warn() {
+  if (NvrtcCompiler::instance().available()) return true;
+  WARN("NVRTC is not available, skipping: " << NvrtcCompiler::instance().unavailable_reason());
+  return false;
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    const char* old = getenv(name);
+    if (old) old_ = old;
+    had_ = old != nullptr;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// A temporary directory holding a copy of the embedded kernel files.
+struct KernelDirCopy {
+  std::string path;
+  KernelDirCopy() {
+    char pattern[] = "/tmp/mlajit_kernels_XXXXXX";
+    REQUIRE(mkdtemp(pattern) != nullptr);
+    path = pattern;
+    for (const auto& [name, contents] : embedded_kernel_files()) write(name, std::string(contents));
+  }
+  void write(const std::string& name, const std::string& contents) const {
+    std::ofstream(path + "/" + name, std::ios::binary) << contents;
+  }
+  ~KernelDirCopy() {
+    for (const auto& [name, contents] : embedded_kernel_files()) {
+      std::remove((path + "/" + name).c_str());
+    }
+    rmdir(path.c_str());
+  }
+};
+
+struct CompileOutcome {
+  std::string spec;
+  std::string error;
+  size_t bytes = 0;
+  double seconds = 0;
+};
+
+// Compiles every spec on `threads` threads; Catch2 assertions stay on the calling thread.
+std::vector<CompileOutcome> compile_all(const std::vector<KernelSpec>& specs, int threads) {
+  std::vector<CompileOutcome> outcomes(specs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < specs.size(); i = next++) {
+      outcomes[i].spec = specs[i].text();
+      try {
+        const GeneratedProgram program = generate_program(specs[i]);
+        const CompileResult result = NvrtcCompiler::instance().compile(program.request);
+        outcomes[i].bytes = is_elf(result.image) ? result.image.size() : 0;
+        outcomes[i].seconds = result.seconds;
+      } catch (const std::exception& error) {
+        outcomes[i].error = error.what();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& thread : pool) thread.join();
+  return outcomes;
+}
+
+}  // namespace
+
+TEST_CASE("an mla_fa2 program names its kernel instance and sets the prelude constants") {
+  const KernelSpec spec = mla_spec("sm_90a", DType::kBFloat16, 512, 64, false);
+  const GeneratedProgram program = generate_program(spec);
+  CHECK(program.request.name_expression ==
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, 512, 64, "
+        "false, 2, 64, true, 64>>");
+  CHECK(program.request.arch == "sm_90a");
+  CHECK(program.request.random_seed == 0);
+  CHECK(program.threads_per_block == 256);
+  CHECK(program.dynamic_smem_bytes == 221696);
+  const std::string& source = program.request.source;
+  CHECK(contains(source, "#define MLAJIT_EXPECTED_SMEM_BYTES 221696\n"));
+  CHECK(contains(source, "typedef unsigned long long uint64_t;"));
+  CHECK(contains(source, "typedef signed char int8_t;"));
+  CHECK(contains(source, spec.text()));
+  // The source ends with the one include: nothing else follows the prelude.
+  const std::string include = "#include \"mla_fa2.cuh\"\n";
+  CHECK(source.size() > include.size());
+  CHECK(source.compare(source.size() - include.size(), include.size(), include) == 0);
+  CHECK(program.source_hash.size() == 32);
+  CHECK(program.source_hash.find_first_not_of("0123456789abcdef") == std::string::npos);
+  for (const auto& [name, contents] : embedded_kernel_files()) {
+    CHECK(program.request.headers.at(name) == contents);
+  }
+}
+
+TEST_CASE("an f16 causal spec with 256/32 heads names the matching instance") {
+  KernelSpec spec = mla_spec("sm_86", DType::kFloat16, 256, 32, true);
+  spec.tile = tile_tier(3);
+  const GeneratedProgram program = generate_program(spec);
+  CHECK(program.request.name_expression ==
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, 256, 32, "
+        "true, 1, 16, false, 64>>");
+  CHECK(program.dynamic_smem_bytes == mla_shared_storage_bytes(spec, spec.tile));
+}
+
+TEST_CASE("the source hash follows the spec and nothing else") {
+  const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  CHECK(generate_program(spec).source_hash == generate_program(spec).source_hash);
+  KernelSpec causal = spec;
+  causal.causal = true;
+  CHECK(generate_program(causal).source_hash != generate_program(spec).source_hash);
+}
+
+TEST_CASE("mixed dtypes and unknown head dims or families are unsupported") {
+  KernelSpec mixed = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  mixed.kv_dtype = DType::kFloat16;
+  try {
+    generate_program(mixed);
+    FAIL("mixed dtypes accepted");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::kUnsupported);
+    CHECK(contains(error.what(), "kv=f16"));
+  }
+  KernelSpec odd = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  odd.head_dim_ckv = 128;
+  try {
+    generate_program(odd);
+    FAIL("ckv=128 accepted");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::kUnsupported);
+    CHECK(contains(error.what(), "ckv=128"));
+    CHECK(contains(error.what(), "512/64, 256/32"));
+  }
+  KernelSpec unknown;
+  unknown.family = "flash_decode";
+  try {
+    generate_program(unknown);
+    FAIL("unknown family accepted");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::kUnsupported);
+    CHECK(contains(error.what(), "flash_decode"));
+  }
+}
+
+TEST_CASE("the demo program ignores dtypes and head dims") {
+  KernelSpec spec = demo_spec("sm_90");
+  const GeneratedProgram program = generate_program(spec);
+  CHECK(program.request.name_expression == "mlajit_kernel::grid_barrier_demo<256>");
+  CHECK(program.threads_per_block == 256);
+  CHECK(program.dynamic_smem_bytes == 0);
+  CHECK_FALSE(contains(program.request.source, "MLAJIT_EXPECTED_SMEM_BYTES"));
+  spec.head_dim_ckv = 7;
+  spec.kv_dtype = DType::kFloat16;
+  CHECK(generate_program(spec).request.name_expression == program.request.name_expression);
+}
+
+TEST_CASE("kernel sources from MLAJIT_KERNEL_DIR replace the embedded ones") {
+  const KernelSpec spec = demo_spec("sm_90");
+  const GeneratedProgram embedded = generate_program(spec);
+  KernelDirCopy dir;
+  {
+    ScopedEnv env("MLAJIT_KERNEL_DIR", dir.path);
+    CHECK(generate_program(spec).source_hash == embedded.source_hash);  // same bytes
+    const std::string original(embedded_kernel_files().at("grid_barrier.cuh"));
+    dir.write("grid_barrier.cuh", original + "\n// edited\n");
+    const GeneratedProgram edited = generate_program(spec);
+    CHECK(edited.source_hash != embedded.source_hash);
+    CHECK(contains(edited.request.headers.at("grid_barrier.cuh"), "// edited"));
+  }
+  CHECK(generate_program(spec).source_hash == embedded.source_hash);
+  {
+    ScopedEnv env("MLAJIT_KERNEL_DIR", dir.path + "/does-not-exist");
+    try {
+      generate_program(spec);
+      FAIL("a missing kernel dir was accepted");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::kIoError);
+      CHECK(contains(error.what(), "does-not-exist"));
+    }
+  }
+}
+
+TEST_CASE("the grid barrier demo compiles for every profiled arch") {
+  if (!nvrtc_or_warn()) return;
+  std::vector<KernelSpec> specs;
+  for (const char* arch : kProfiledArchs) specs.push_back(demo_spec(arch));
+  const std::vector<CompileOutcome> outcomes = compile_all(specs, 2);
+  for (const CompileOutcome& outcome : outcomes) {
+    INFO(outcome.spec << ": " << outcome.error);
+    CHECK(outcome.error.empty());
+    CHECK(outcome.bytes > 0);
+    WARN(outcome.spec.substr(outcome.spec.rfind('=') + 1)
+         << ": " << static_cast<int>(outcome.seconds * 1000) << " ms, " << outcome.bytes
+         << " B");
+  }
+}
+
+TEST_CASE("a demo compile gives the same cubin twice with the same seed") {
+  if (!nvrtc_or_warn()) return;
+  GeneratedProgram program = generate_program(demo_spec("sm_90a"));
+  program.request.random_seed = 0x5eed;
+  const CompileResult first = NvrtcCompiler::instance().compile(program.request);
+  const CompileResult second = NvrtcCompiler::instance().compile(program.request);
+  CHECK(is_elf(first.image));
+  CHECK(first.image == second.image);
+  CHECK(first.lowered_name == "_ZN13mlajit_kernel17grid_barrier_demoILi256EEEvNS_10DemoParamsE");
+}
+
+// The default matrix: archs x dtypes x head dims x causal, each with its arch's selected tier,
+// plus every tier that fits on sm_90 and sm_80. Only a representative subset runs by default
+// (the full matrix is tagged [.full]) so the CPU suite stays within its time budget.
+namespace {
+
+std::vector<KernelSpec> mla_matrix(bool full) {
+  std::vector<KernelSpec> specs;
+  const char* archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"};
+  for (const char* arch : archs) {
+    for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+      for (int ckv : {512, 256}) {
+        for (bool causal : {false, true}) {
+          const KernelSpec spec = mla_spec(arch, dtype, ckv, ckv / 8, causal);
+          // Subset: each arch once per dtype, the head dims and causal flag alternating.
+          const bool representative = (dtype == DType::kBFloat16) == (ckv == 512) &&
+                                      causal == (dtype == DType::kFloat16);
+          if (full || representative) specs.push_back(spec);
+        }
+      }
+    }
+  }
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    for (const TileConfig& tile : tile_candidates()) {
+      KernelSpec spec = mla_spec(arch, DType::kBFloat16, 512, 64, true);
+      const DeviceProfile& profile = device_profile(arch);
+      const int bytes = mla_shared_storage_bytes(spec, tile);
+      if (tile == spec.tile || bytes > profile.smem_per_block_optin) continue;
+      spec.tile = tile;
+      specs.push_back(spec);
+    }
+  }
+  return specs;
+}
+
+void compile_mla_matrix(bool full) {
+  if (!nvrtc_or_warn()) return;
+  if (!embedded_kernel_files().count("mla_fa2.cuh")) {
+    WARN("kernels/mla_fa2.cuh is not built into this library yet: skipping the MLA compiles");
+    return;
+  }
+  const std::vector<KernelSpec> specs = mla_matrix(full);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<CompileOutcome> outcomes = compile_all(specs, 2);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const CompileOutcome& outcome : outcomes) {
+    INFO(outcome.spec << ":\n" << outcome.error);
+    CHECK(outcome.error.empty());
+    CHECK(outcome.bytes > 0);
+  }
+  WARN("compiled " << specs.size() << " MLA specs in " << seconds << " s on 2 threads");
+}
+
+}  // namespace
+
+TEST_CASE("NVRTC compiles the MLA kernel for every spec in the default matrix") {
+  compile_mla_matrix(false);
+}
+
+TEST_CASE("NVRTC compiles the MLA kernel for the full matrix", "[.full]") {
+  compile_mla_matrix(true);
+}
