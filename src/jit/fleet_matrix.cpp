@@ -25,11 +25,10 @@ bool all_digits(const std::string& text) {
          std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// The arch string a spec carries: the profile's canonical name ("90" -> "sm_90"), but an
-// explicit variant suffix ("sm_90a") is kept since the user asked for that target.
+// The arch string a spec carries: a bare number names the profile's arch ("90" -> "sm_90");
+// anything else is the NVRTC target the user asked for ("sm_90a", "compute_90" for PTX).
 std::string spec_arch(const std::string& requested, const DeviceProfile& profile) {
-  if (requested.rfind("sm_", 0) == 0 && requested != profile.arch) return requested;
-  return profile.arch;
+  return all_digits(requested) ? profile.arch : requested;
 }
 
 std::vector<const DeviceProfile*> profiles_for(const std::vector<std::string>& archs,
@@ -50,18 +49,15 @@ std::vector<const DeviceProfile*> profiles_for(const std::vector<std::string>& a
   return profiles;
 }
 
-std::vector<TileConfig> tiles_for(const KernelSpec& spec, int smem_per_sm, int smem_per_block) {
+// The selected tier, plus with `all_tiers` every other tier that fits both limits.
+std::vector<TileConfig> tiles_for(const KernelSpec& spec, int smem_per_sm, int smem_per_block,
+                                  bool all_tiers) {
   std::vector<TileConfig> tiles{select_tile_config(spec, smem_per_sm, smem_per_block)};
-  return tiles;
-}
-
-// The selected tier plus every other tier whose shared storage fits both limits.
-std::vector<TileConfig> all_fitting_tiles(const KernelSpec& spec, int smem_per_sm,
-                                          int smem_per_block) {
-  std::vector<TileConfig> tiles = tiles_for(spec, smem_per_sm, smem_per_block);
+  if (!all_tiers) return tiles;
   for (const TileConfig& tile : tile_candidates()) {
     const int bytes = mla_shared_storage_bytes(spec, tile);
-    const bool fits = bytes <= smem_per_sm && bytes <= smem_per_block;
+    // The same test as select_tile_config: the driver keeps 1 KiB per SM for each block.
+    const bool fits = bytes <= smem_per_sm - 1024 && bytes <= smem_per_block;
     if (fits && std::find(tiles.begin(), tiles.end(), tile) == tiles.end()) tiles.push_back(tile);
   }
   return tiles;
@@ -124,10 +120,8 @@ std::vector<KernelSpec> fleet_matrix(const FleetMatrixOptions& options) {
           spec.head_dim_kpe = dims.kpe;
           spec.causal = causal;
           spec.arch = spec_archs[a];
-          const auto tiles = options.all_tiers
-                                 ? all_fitting_tiles(spec, smem_per_sm, smem_per_block)
-                                 : tiles_for(spec, smem_per_sm, smem_per_block);
-          for (const TileConfig& tile : tiles) {
+          for (const TileConfig& tile :
+               tiles_for(spec, smem_per_sm, smem_per_block, options.all_tiers)) {
             spec.tile = tile;
             std::string text = spec.text();
             if (std::find(seen.begin(), seen.end(), text) != seen.end()) continue;
