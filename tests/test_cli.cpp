@@ -1,0 +1,638 @@
+// The mlajit CLI, run as a subprocess: exit codes, --help, --json output, and what precompile,
+// list and prune do to a cache directory. Also the fleet matrix and the JSON writer directly.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jit/disk_cache.h"
+#include "jit/fleet_matrix.h"
+#include "jit/tile_config.h"
+#include "mlajit/kernel_spec.h"
+#include "tools/json_writer.h"
+
+namespace fs = std::filesystem;
+using mlajit::DType;
+using mlajit::KernelSpec;
+
+namespace {
+
+// ---- a minimal JSON reader, independent of the writer under test ----
+
+struct JsonValue {
+  enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
+  bool boolean = false;
+  double number = 0;
+  std::string text;
+  std::vector<JsonValue> items;
+  std::vector<std::pair<std::string, JsonValue>> members;
+
+  const JsonValue& operator[](const std::string& key) const {
+    for (const auto& member : members) {
+      if (member.first == key) return member.second;
+    }
+    throw std::runtime_error("JSON object has no key '" + key + "'");
+  }
+  bool has(const std::string& key) const {
+    for (const auto& member : members) {
+      if (member.first == key) return true;
+    }
+    return false;
+  }
+};
+
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& text) : text_(text) {}
+
+  JsonValue parse_document() {
+    JsonValue value = parse_value();
+    skip_blanks();
+    if (pos_ != text_.size()) fail("trailing characters");
+    return value;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error("bad JSON at offset " + std::to_string(pos_) + ": " + what);
+  }
+  void skip_blanks() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool consume(char c) {
+    skip_blanks();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!consume(c)) fail(std::string("expected '") + c + "'");
+  }
+  bool consume_word(const char* word) {
+    const std::string w(word);
+    if (text_.compare(pos_, w.size(), w) != 0) return false;
+    pos_ += w.size();
+    return true;
+  }
+
+  JsonValue parse_value() {
+    skip_blanks();
+    if (pos_ >= text_.size()) fail("unexpected end");
+    JsonValue value;
+    const char c = text_[pos_];
+    if (c == '{') return parse_object();
+    if (c == '[') return parse_array();
+    if (c == '"') {
+      value.kind = JsonValue::kString;
+      value.text = parse_string();
+    } else if (consume_word("true") || consume_word("false")) {
+      value.kind = JsonValue::kBool;
+      value.boolean = text_[pos_ - 1] == 'e' && text_[pos_ - 2] == 'u';
+    } else if (consume_word("null")) {
+      value.kind = JsonValue::kNull;
+    } else {
+      value.kind = JsonValue::kNumber;
+      const char* begin = text_.c_str() + pos_;
+      char* end = nullptr;
+      value.number = std::strtod(begin, &end);
+      if (end == begin) fail("not a value");
+      pos_ += static_cast<size_t>(end - begin);
+    }
+    return value;
+  }
+
+  std::string parse_string() {
+    expect('"');
+    std::string out;
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      const char c = text_[pos_++];
+      if (static_cast<unsigned char>(c) < 0x20) fail("raw control character in a string");
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= text_.size()) fail("dangling escape");
+      const char e = text_[pos_++];
+      static const std::map<char, char> kSimple{{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'n', '\n'},
+                                                {'r', '\r'}, {'t', '\t'}, {'b', '\b'}, {'f', '\f'}};
+      if (kSimple.count(e)) {
+        out += kSimple.at(e);
+      } else if (e == 'u' && pos_ + 4 <= text_.size()) {
+        out += "\\u" + text_.substr(pos_, 4);  // kept escaped: enough for these tests
+        pos_ += 4;
+      } else {
+        fail("bad escape");
+      }
+    }
+    expect('"');
+    return out;
+  }
+
+  JsonValue parse_array() {
+    JsonValue value;
+    value.kind = JsonValue::kArray;
+    expect('[');
+    if (consume(']')) return value;
+    do {
+      value.items.push_back(parse_value());
+    } while (consume(','));
+    expect(']');
+    return value;
+  }
+
+  JsonValue parse_object() {
+    JsonValue value;
+    value.kind = JsonValue::kObject;
+    expect('{');
+    if (consume('}')) return value;
+    do {
+      skip_blanks();
+      std::string key = parse_string();
+      expect(':');
+      value.members.emplace_back(std::move(key), parse_value());
+    } while (consume(','));
+    expect('}');
+    return value;
+  }
+
+  const std::string& text_;
+  size_t pos_ = 0;
+};
+
+JsonValue parse_json(const std::string& text) {
+  INFO("JSON text:\n" << text);
+  return JsonReader(text).parse_document();
+}
+
+// ---- running the CLI ----
+
+std::string cli_path() {
+  const char* dir = std::getenv("MLAJIT_TEST_WORKER_DIR");
+  return std::string(dir ? dir : MLAJIT_TEST_WORKER_DIR) + "/../tools/mlajit";
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "mlajit-cli-test-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs the CLI with the user cache in `cache_dir` and no shipped layers, budget or no-JIT
+// switch from the calling environment.
+CliRun run_cli(const std::string& args, const std::string& cache_dir) {
+  static TempDir io;
+  static int counter = 0;
+  const std::string out = io.sub("out" + std::to_string(counter)),
+                    err = io.sub("err" + std::to_string(counter));
+  ++counter;
+  const std::string command =
+      "env -u MLAJIT_CACHE_PATH -u MLAJIT_NO_JIT -u MLAJIT_CACHE_MAX_BYTES MLAJIT_CACHE_DIR=" +
+      shell_quote(cache_dir) + " " + shell_quote(cli_path()) + " " + args + " >" +
+      shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
+  const int status = std::system(command.c_str());
+  CliRun run;
+  run.exit_code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = read_file(out);
+  run.err = read_file(err);
+  return run;
+}
+
+#define REQUIRE_CLI_BUILT()                                                                   \
+  do {                                                                                        \
+    INFO("the CLI binary is built by the mlajit_cli target: " << cli_path());                 \
+    REQUIRE(fs::exists(cli_path()));                                                          \
+  } while (0)
+
+size_t count_lines(const std::string& text) {
+  size_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  return lines;
+}
+
+// The entry files of a cache directory (<dir>/<xx>/<hex>.cubin; temp files start with '.').
+std::vector<fs::path> entry_files(const std::string& dir) {
+  std::vector<fs::path> files;
+  if (!fs::exists(dir)) return files;
+  for (const auto& item : fs::recursive_directory_iterator(dir)) {
+    const std::string name = item.path().filename().string();
+    const bool quarantined = item.path().string().find("/quarantine/") != std::string::npos;
+    if (item.is_regular_file() && !quarantined && name[0] != '.' &&
+        item.path().extension() == ".cubin") {
+      files.push_back(item.path());
+    }
+  }
+  return files;
+}
+
+uint64_t total_bytes(const std::vector<fs::path>& files) {
+  uint64_t bytes = 0;
+  for (const auto& file : files) bytes += fs::file_size(file);
+  return bytes;
+}
+
+KernelSpec spec_for(const std::string& arch, bool causal) {
+  KernelSpec spec;
+  spec.arch = arch;
+  spec.causal = causal;
+  return spec;
+}
+
+// Writes `count` entries of `payload_bytes` through the cache itself (the real file format),
+// with last-use times one hour apart, entry 0 the oldest. Needs neither NVRTC nor a kernel.
+void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
+  mlajit::jit::CacheOptions options;
+  options.user_dir = dir;
+  mlajit::jit::DiskCache cache(options);
+  const std::vector<std::string> archs{"sm_80", "sm_90", "sm_100", "sm_120"};
+  for (int i = 0; i < count; ++i) {
+    KernelSpec spec = spec_for(archs[i % archs.size()], i % 2 == 1);
+    spec.head_dim_ckv = i / 4 % 2 ? 256 : 512;
+    spec.head_dim_kpe = i / 4 % 2 ? 32 : 64;
+    spec.q_dtype = spec.kv_dtype = spec.o_dtype = i / 8 % 2 ? DType::kFloat16 : DType::kBFloat16;
+    const auto key = mlajit::jit::CacheKey::from_text("spec=" + spec.text() + "\ntest=" +
+                                                      std::to_string(i) + "\n");
+    cache.get_or_build(key, [&] {
+      return mlajit::jit::CacheEntry{key.text, std::vector<uint8_t>(payload_bytes, uint8_t(i)),
+                                     "test entry"};
+    });
+  }
+  // Last use is the file time: make the order explicit rather than depend on write speed.
+  auto files = entry_files(dir);
+  std::sort(files.begin(), files.end());
+  const time_t now = std::time(nullptr);
+  for (size_t i = 0; i < files.size(); ++i) {
+    utimbuf times{now - 3600 * static_cast<time_t>(files.size() - i),
+                  now - 3600 * static_cast<time_t>(files.size() - i)};
+    utime(files[i].c_str(), &times);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- fleet matrix, JSON writer
+
+TEST_CASE("the default fleet matrix is every profiled arch x 2 dtypes x 2 head dims x causal") {
+  using namespace mlajit::jit;
+  const auto specs = fleet_matrix(FleetMatrixOptions{});
+  CHECK(specs.size() == device_profiles().size() * 2 * 2 * 2);
+  std::set<std::string> texts;
+  for (const auto& spec : specs) {
+    texts.insert(spec.text());
+    const DeviceProfile& profile = device_profile(spec.arch);
+    INFO(spec.text());
+    CHECK(spec.tile == select_tile_config(spec, profile.smem_per_sm, profile.smem_per_block_optin));
+    CHECK(spec.q_dtype == spec.kv_dtype);
+    CHECK(spec.kv_dtype == spec.o_dtype);
+  }
+  CHECK(texts.size() == specs.size());  // no duplicates
+}
+
+TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects unknown ones") {
+  using namespace mlajit::jit;
+  FleetMatrixOptions options;
+  options.archs = {"sm_90", "90", "sm_90a"};
+  options.dtypes = {DType::kBFloat16};
+  options.head_dims = {{512, 64}};
+  const auto specs = fleet_matrix(options);
+  REQUIRE(specs.size() == 4);  // sm_90 and sm_90a, causal 0/1; "90" is sm_90 again
+  CHECK(specs[0].arch == "sm_90");
+  CHECK(specs[2].arch == "sm_90a");
+  CHECK(!specs[0].causal);
+  CHECK(specs[1].causal);
+  options.archs = {"sm_999"};
+  CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
+  CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
+  CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
+  CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
+}
+
+TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix holds") {
+  using namespace mlajit::jit;
+  FleetMatrixOptions options;
+  options.archs = {"sm_90"};
+  options.dtypes = {DType::kBFloat16};
+  options.head_dims = {{512, 64}};
+  options.causal = {false};
+  REQUIRE(fleet_matrix(options).size() == 1);
+  CHECK(tier_of(fleet_matrix(options)[0].tile) == 1);
+  options.all_tiers = true;
+  const auto tiers = fleet_matrix(options);
+  REQUIRE(tiers.size() == 3);  // sm_90 fits all three
+  CHECK(tier_of(tiers[0].tile) == 1);
+  options.all_tiers = false;
+  const DeviceProfile& small = device_profile("sm_89");
+  options.smem = SmemOverride{small.smem_per_sm, small.smem_per_block_optin};
+  CHECK(tier_of(fleet_matrix(options)[0].tile) == 3);
+  options.smem = SmemOverride{4096, 4096};
+  CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
+}
+
+TEST_CASE("the JSON writer escapes strings and keeps arrays of objects on the key's line") {
+  using mlajit::cli::Json;
+  Json gpus = Json::array();
+  gpus.push(Json::object().set("name", "H200 \"SXM\"\n\ttab\\").set("sms", 132));
+  gpus.push(Json::object().set("bad utf8", std::string("a\xff" "b")).set("ok", 0.5));
+  Json root = Json::object();
+  root.set("gpus", std::move(gpus)).set("empty", Json::array()).set("nan", 0.0 / 0.0);
+  root.set("list", Json::array().push(1).push(true).push(Json()));
+  const std::string text = root.dump();
+  INFO(text);
+  CHECK(text.find("\"gpus\": [ {") != std::string::npos);
+  CHECK(text.find("\"empty\": []") != std::string::npos);
+  CHECK(text.find("\"nan\": null") != std::string::npos);
+  CHECK(text.find("\"list\": [1, true, null]") != std::string::npos);
+  const JsonValue parsed = parse_json(text);
+  CHECK(parsed["gpus"].items.size() == 2);
+  CHECK(parsed["gpus"].items[0]["name"].text == "H200 \"SXM\"\n\ttab\\");
+  CHECK(parsed["gpus"].items[0]["sms"].number == 132);
+  CHECK(parsed["gpus"].items[1]["bad utf8"].text == "a\\ufffdb");
+  CHECK(parsed["gpus"].items[1]["ok"].number == 0.5);
+  CHECK(Json::quote(std::string("\x01") + "\xc3\xa9") == "\"\\u0001\xc3\xa9\"");
+}
+
+// ---------------------------------------------------------------- the CLI: usage
+
+TEST_CASE("every command's --help exits 0 and names the command") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  for (const std::string command : {"", "precompile", "list", "info", "verify", "bench", "prune"}) {
+    const CliRun run = run_cli(command + " --help", cache.path());
+    INFO("mlajit " << command << " --help\nstdout: " << run.out << "\nstderr: " << run.err);
+    CHECK(run.exit_code == 0);
+    CHECK(run.out.find("Usage") != std::string::npos);
+    CHECK(run.out.find(command) != std::string::npos);
+    CHECK(run.out.find("--help") != std::string::npos);
+  }
+  const CliRun version = run_cli("--version", cache.path());
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.find(MLAJIT_VERSION_STRING) != std::string::npos);
+}
+
+TEST_CASE("bad options exit 2 with a one-line reason") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"", "subcommand"},                               // no command at all
+      {"frobnicate", "frobnicate"},                     // unknown command
+      {"list --no-such-flag", "--no-such-flag"},        // unknown flag
+      {"precompile --arch sm_999 --dry-run", "sm_999"}, // unknown arch (found after parsing)
+      {"precompile --dtype f32 --dry-run", "f32"},
+      {"precompile --head-dims 128/16 --dry-run", "128/16"},
+      {"precompile --causal 2 --dry-run", "causal"},
+      {"precompile --profile lots --dry-run", "lots"},
+      {"precompile -j 0 --dry-run", "-j"},
+      {"prune --max-size banana", "banana"},
+      {"prune", "--max-size"},                          // required
+      {"prune --max-size 1G --older-than soon", "soon"},
+      {"bench --shape 128,64", "128,64"},
+      {"bench --tier 4", "tier"},
+  };
+  for (const auto& [args, mentioned] : cases) {
+    const CliRun run = run_cli(args, cache.path());
+    INFO("mlajit " << args << "\nstdout: " << run.out << "\nstderr: " << run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(count_lines(run.err) == 1);
+    CHECK(run.err.find(mentioned) != std::string::npos);
+    CHECK(run.out.empty());
+  }
+}
+
+TEST_CASE("precompile --dry-run lists the default matrix without compiling") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  const CliRun run = run_cli("precompile --dry-run --json", cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue report = parse_json(run.out);
+  const auto expected = mlajit::jit::fleet_matrix(mlajit::jit::FleetMatrixOptions{});
+  REQUIRE(report["matrix"].items.size() == expected.size());
+  CHECK(report["specs"].number == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) CHECK(report["matrix"].items[i].text == expected[i].text());
+  CHECK(entry_files(cache.path()).empty());
+}
+
+// ---------------------------------------------------------------- the CLI: cache commands
+
+TEST_CASE("list --json agrees with the entry files on disk") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  fill_cache(cache.path(), 6, 1000);
+  const auto files = entry_files(cache.path());
+  REQUIRE(files.size() == 6);
+  std::ofstream(files[0], std::ios::app) << "trailing junk";  // no longer verifies
+
+  const CliRun run = run_cli("list --json", cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue report = parse_json(run.out);
+  REQUIRE(report["entries"].items.size() == files.size());
+  CHECK(report["count"].number == files.size());
+  CHECK(report["bytes"].number == total_bytes(files));
+  CHECK(report["not_verifying"].number == 1);
+  std::set<std::string> paths;
+  for (const auto& entry : report["entries"].items) {
+    paths.insert(fs::canonical(entry["path"].text).string());
+    CHECK(entry["layer"].text == "user");
+    CHECK(entry["bytes"].number == fs::file_size(entry["path"].text));
+    if (!entry["verifies"].boolean) {
+      CHECK(entry.has("problem"));
+      continue;
+    }
+    const KernelSpec spec = KernelSpec::parse(entry["spec"].text);
+    CHECK(entry["arch"].text == spec.arch);
+    CHECK(entry["last_use_unix"].number > 0);
+  }
+  for (const auto& file : files) CHECK(paths.count(fs::canonical(file).string()) == 1);
+
+  // The text table says the same; --cache-dir reads a directory instead of the environment's.
+  TempDir elsewhere;
+  const CliRun direct = run_cli("list --cache-dir " + shell_quote(cache.path()), elsewhere.path());
+  CHECK(direct.exit_code == 0);
+  CHECK(direct.out.find("6 entries") != std::string::npos);
+  CHECK(direct.out.find("1 do not verify") != std::string::npos);
+  CHECK(direct.out.find("arch=sm_90") != std::string::npos);
+  const CliRun empty = run_cli("list", elsewhere.path());
+  CHECK(empty.exit_code == 0);
+  CHECK(empty.out.find("0 entries") != std::string::npos);
+}
+
+TEST_CASE("prune removes the least recently used entries until the budget holds") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  fill_cache(cache.path(), 8, 4000);
+  auto files = entry_files(cache.path());
+  REQUIRE(files.size() == 8);
+  const uint64_t before = total_bytes(files);
+  const uint64_t budget = before / 2 + 100;  // room for four entries and a bit
+
+  // Newest first: the four most recently used must survive.
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return fs::last_write_time(a) > fs::last_write_time(b);
+  });
+  const std::vector<fs::path> newest(files.begin(), files.begin() + 4);
+
+  const CliRun run = run_cli("prune --json --max-size " + std::to_string(budget), cache.path());
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue report = parse_json(run.out);
+  const auto left = entry_files(cache.path());
+  CHECK(total_bytes(left) <= budget);
+  CHECK(left.size() == 4);
+  CHECK(report["removed_count"].number == 4);
+  CHECK(report["removed"].items.size() == 4);
+  CHECK(report["remaining_bytes"].number == total_bytes(left));
+  CHECK(report["max_bytes"].number == budget);
+  for (const auto& path : newest) CHECK(fs::exists(path));
+
+  // Units are understood; a budget above the size removes nothing.
+  const CliRun roomy = run_cli("prune --max-size 2G --older-than 7d --json", cache.path());
+  REQUIRE(roomy.exit_code == 0);
+  CHECK(parse_json(roomy.out)["max_bytes"].number == 2.0 * 1024 * 1024 * 1024);
+  CHECK(parse_json(roomy.out)["removed_count"].number == 0);
+  // --older-than removes what was last used before the cut-off, within the budget too.
+  const CliRun aged = run_cli("prune --max-size 2G --older-than 150m", cache.path());
+  CHECK(aged.exit_code == 0);
+  CHECK(entry_files(cache.path()).size() == 2);
+  CHECK(aged.out.find("removed 2 entries") != std::string::npos);
+  // A budget of 0 empties the user cache.
+  CHECK(run_cli("prune --max-size 0", cache.path()).exit_code == 0);
+  CHECK(entry_files(cache.path()).empty());
+}
+
+TEST_CASE("info --json always has a gpus array, and --gpu-count agrees with it") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  fill_cache(cache.path(), 3, 100);
+  const CliRun count = run_cli("info --gpu-count", cache.path());
+  REQUIRE(count.exit_code == 0);
+  REQUIRE(!count.out.empty());
+  const int gpus = std::stoi(count.out);
+  CHECK(count.out == std::to_string(gpus) + "\n");
+
+  const CliRun info = run_cli("info --json", cache.path());
+  INFO(info.out << info.err);
+  REQUIRE(info.exit_code == 0);
+  const JsonValue report = parse_json(info.out);
+  REQUIRE(report["gpus"].kind == JsonValue::kArray);
+  CHECK(report["gpus"].items.size() == static_cast<size_t>(gpus));
+  // scripts/main.sh greps for this form.
+  CHECK(info.out.find(gpus ? "\"gpus\": [ {" : "\"gpus\": []") != std::string::npos);
+  CHECK(report["version"].text == MLAJIT_VERSION_STRING);
+  CHECK(report["nvrtc"].has("available"));
+  CHECK(report["driver"].has("available"));
+  const JsonValue& layers = report["cache"]["layers"];
+  REQUIRE(layers.items.size() == 1);
+  CHECK(layers.items[0]["layer"].text == "user");
+  CHECK(layers.items[0]["entries"].number == 3);
+  CHECK(run_cli("info", cache.path()).exit_code == 0);
+}
+
+TEST_CASE("verify and bench without a GPU exit 1 and say why") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  const CliRun count = run_cli("info --gpu-count", cache.path());
+  if (count.out != "0\n") {
+    WARN("a GPU is present: verify and bench run in the GPU suite, not here");
+    return;
+  }
+  for (const std::string command : {"verify", "verify --quick --json", "bench --shape 16,1,64,64"}) {
+    const CliRun run = run_cli(command, cache.path());
+    INFO(command << ": " << run.err);
+    CHECK(run.exit_code == 1);
+    CHECK(run.err.find("needs a GPU") != std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------- the CLI: precompile
+
+TEST_CASE("precompile builds the requested matrix into --out and a second run compiles nothing") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache, out;
+  const std::string args = "precompile --arch sm_80,sm_90 --dtype bf16 --head-dims 512/64 -j 2 "
+                           "--json --out " + shell_quote(out.path());
+  const CliRun first = run_cli(args, cache.path());
+  INFO(first.out << first.err);
+  REQUIRE(first.exit_code == 0);
+  const JsonValue report = parse_json(first.out);
+  CHECK(report["specs"].number == 4);
+  CHECK(report["compiled"].number == 4);
+  CHECK(report["cached"].number == 0);
+  CHECK(report["failed"].number == 0);
+  const auto files = entry_files(out.path());
+  CHECK(files.size() == 4);
+  CHECK(report["bytes"].number > 0);
+  CHECK(entry_files(cache.path()).empty());  // --out leaves the user cache alone
+
+  const CliRun second = run_cli(args, cache.path());
+  INFO(second.out << second.err);
+  REQUIRE(second.exit_code == 0);
+  const JsonValue again = parse_json(second.out);
+  CHECK(again["compiled"].number == 0);
+  CHECK(again["cached"].number == 4);
+  CHECK(entry_files(out.path()).size() == 4);
+
+  // The listing of the shipped directory names exactly the specs of the matrix.
+  const CliRun list = run_cli("list --json --cache-dir " + shell_quote(out.path()), cache.path());
+  REQUIRE(list.exit_code == 0);
+  std::set<std::string> listed, built;
+  for (const auto& entry : parse_json(list.out)["entries"].items) {
+    CHECK(entry["verifies"].boolean);
+    listed.insert(entry["spec"].text);
+  }
+  for (const auto& entry : report["entries"].items) built.insert(entry["spec"].text);
+  CHECK(listed == built);
+
+  // Text mode (stderr not a terminal): one progress line per spec, then the summary table.
+  const CliRun text = run_cli("precompile --arch sm_90 --dtype bf16 --head-dims 512/64 --causal 0 "
+                              "--out " + shell_quote(out.path()), cache.path());
+  CHECK(text.exit_code == 0);
+  CHECK(text.err.find("[1/1] cached") != std::string::npos);
+  CHECK(text.out.find("compiled") != std::string::npos);
+}

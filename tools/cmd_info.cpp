@@ -1,0 +1,234 @@
+// `mlajit info`: what this host offers the library: versions, compiler, driver, GPUs with the
+// tile config each gets, and the cache layers.
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cache_listing.h"
+#include "commands.h"
+#include "driver/cuda_driver.h"
+#include "jit/nvrtc_compiler.h"
+#include "jit/tile_config.h"
+#include "mlajit/error.h"
+
+namespace mlajit::cli {
+namespace {
+
+struct InfoArgs {
+  bool json = false;
+  bool gpu_count = false;
+  std::string cache_dir;
+};
+
+struct LayerSummary {
+  std::string layer, dir;
+  size_t entries = 0;
+  uint64_t bytes = 0;
+  bool writable = false;
+};
+
+// The tile config a DeepSeek-shaped kernel (512/64 bf16) gets on a device, or why none fits.
+struct DeviceTile {
+  TileConfig config;
+  int smem_bytes = 0;
+  std::string error;
+};
+
+std::string version_text(int version) {  // 13000 -> "13.0"
+  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
+}
+
+std::string join_ints(const std::vector<int>& values) {
+  std::string text;
+  for (int value : values) text += (text.empty() ? "" : " ") + std::to_string(value);
+  return text;
+}
+
+DeviceTile device_tile(const driver::DeviceInfo& device) {
+  KernelSpec spec;
+  spec.arch = device.arch();
+  DeviceTile tile;
+  try {
+    tile.config = jit::select_tile_config(spec, device.smem_per_sm, device.smem_per_block_optin);
+    tile.smem_bytes = jit::mla_shared_storage_bytes(spec, tile.config);
+  } catch (const Error& e) {
+    tile.error = e.what();
+  }
+  return tile;
+}
+
+std::vector<driver::DeviceInfo> devices() {
+  std::vector<driver::DeviceInfo> found;
+  if (!driver::driver_available()) return found;
+  const int count = driver::device_count();
+  for (int ordinal = 0; ordinal < count; ++ordinal) found.push_back(driver::device_info(ordinal));
+  return found;
+}
+
+jit::CacheOptions cache_layers(const std::string& cache_dir, std::vector<LayerSummary>* layers) {
+  jit::DiskCache cache(cache_options_for(cache_dir));
+  std::map<std::string, std::pair<size_t, uint64_t>> per_dir;  // entries, bytes
+  for (const auto& listing : cache.list()) {
+    ++per_dir[listing.dir].first;
+    per_dir[listing.dir].second += listing.bytes;
+  }
+  const jit::CacheOptions& options = cache.options();
+  for (const auto& dir : options.read_only_dirs) {
+    layers->push_back({"shipped", dir, per_dir[dir].first, per_dir[dir].second, false});
+  }
+  if (!options.user_dir.empty()) {
+    const auto& totals = per_dir[options.user_dir];
+    layers->push_back({"user", options.user_dir, totals.first, totals.second,
+                       cache.user_dir_writable()});
+  }
+  return options;
+}
+
+Json nvrtc_json() {
+  const auto& compiler = jit::NvrtcCompiler::instance();
+  Json nvrtc = Json::object();
+  nvrtc.set("available", compiler.available());
+  if (!compiler.available()) return nvrtc.set("reason", compiler.unavailable_reason());
+  Json archs = Json::array();
+  for (int arch : compiler.supported_archs()) archs.push(arch);
+  nvrtc.set("version", version_text(compiler.version())).set("path", compiler.library_path());
+  return nvrtc.set("supported_archs", std::move(archs));
+}
+
+Json driver_json() {
+  Json driver = Json::object();
+  const bool available = driver::driver_available();
+  driver.set("available", available);
+  if (!available) return driver.set("reason", driver::driver_unavailable_reason());
+  return driver.set("version", version_text(driver::driver_version()));
+}
+
+Json tile_json(const DeviceTile& tile) {
+  Json json = Json::object();
+  if (!tile.error.empty()) return json.set("error", tile.error);
+  json.set("tier", jit::tier_of(tile.config)).set("num_stages", tile.config.num_stages);
+  json.set("kv_tile", tile.config.kv_tile).set("qk_shard", tile.config.qk_shard);
+  return json.set("q_tile", tile.config.q_tile).set("smem_bytes", tile.smem_bytes);
+}
+
+Json gpus_json(const std::vector<driver::DeviceInfo>& found) {
+  Json gpus = Json::array();
+  for (const auto& device : found) {
+    Json gpu = Json::object();
+    gpu.set("ordinal", device.ordinal).set("name", device.name).set("arch", device.arch());
+    gpu.set("sm_count", device.sm_count).set("smem_per_sm", device.smem_per_sm);
+    gpu.set("smem_per_block_optin", device.smem_per_block_optin).set("l2_bytes", device.l2_bytes);
+    gpu.set("cooperative_launch", device.cooperative_launch);
+    gpu.set("tile_512_64_bf16", tile_json(device_tile(device)));
+    gpus.push(std::move(gpu));
+  }
+  return gpus;
+}
+
+Json cache_json(const std::string& cache_dir) {
+  std::vector<LayerSummary> layers;
+  const jit::CacheOptions options = cache_layers(cache_dir, &layers);
+  Json layers_json = Json::array();
+  for (const auto& layer : layers) {
+    Json entry = Json::object();
+    entry.set("layer", layer.layer).set("dir", layer.dir);
+    entry.set("entries", layer.entries).set("bytes", layer.bytes);
+    if (layer.layer == "user") entry.set("writable", layer.writable);
+    layers_json.push(std::move(entry));
+  }
+  Json json = Json::object();
+  json.set("layers", std::move(layers_json)).set("max_bytes", options.max_bytes);
+  return json.set("no_jit", options.no_jit).set("lock_wait_ms", options.lock_wait.count());
+}
+
+std::string tile_text(const DeviceTile& tile) {
+  if (!tile.error.empty()) return "none fits: " + tile.error;
+  return fmt::format("tier {} (stages={} kv_tile={} qk_shard={} q_tile={}, {} B smem)",
+                     jit::tier_of(tile.config), tile.config.num_stages, tile.config.kv_tile,
+                     tile.config.qk_shard ? 1 : 0, tile.config.q_tile, tile.smem_bytes);
+}
+
+void print_toolchain() {
+  std::printf("mlajit  %s\n", MLAJIT_VERSION_STRING);
+  const auto& compiler = jit::NvrtcCompiler::instance();
+  if (compiler.available()) {
+    std::printf("NVRTC   %s (%s); archs %s\n", version_text(compiler.version()).c_str(),
+                compiler.library_path().c_str(), join_ints(compiler.supported_archs()).c_str());
+  } else {
+    std::printf("NVRTC   unavailable: %s\n", compiler.unavailable_reason().c_str());
+  }
+  if (!driver::driver_available()) {
+    std::printf("driver  unavailable: %s\n", driver::driver_unavailable_reason().c_str());
+  } else {
+    std::printf("driver  CUDA %s\n", version_text(driver::driver_version()).c_str());
+  }
+}
+
+void print_gpus(const std::vector<driver::DeviceInfo>& found) {
+  if (found.empty()) std::printf("GPUs    none\n");
+  for (const auto& device : found) {
+    std::printf("GPU %d   %s, %s, %d SMs, smem %d B/SM, %d B/block; 512/64 bf16 gets %s\n",
+                device.ordinal, device.name.c_str(), device.arch().c_str(), device.sm_count,
+                device.smem_per_sm, device.smem_per_block_optin,
+                tile_text(device_tile(device)).c_str());
+  }
+}
+
+void print_cache(const std::string& cache_dir) {
+  std::vector<LayerSummary> layers;
+  const jit::CacheOptions options = cache_layers(cache_dir, &layers);
+  for (const auto& layer : layers) {
+    std::printf("cache   %-7s %s: %zu entries, %s%s\n", layer.layer.c_str(), layer.dir.c_str(),
+                layer.entries, human_bytes(layer.bytes).c_str(),
+                layer.layer == "user" && !layer.writable ? " (not writable)" : "");
+  }
+  std::printf("cache   budget %s, no-JIT %s, lock wait %lld ms\n",
+              options.max_bytes ? human_bytes(options.max_bytes).c_str() : "unlimited",
+              options.no_jit ? "on" : "off", static_cast<long long>(options.lock_wait.count()));
+}
+
+int run_info(const InfoArgs& args) {
+  if (args.gpu_count) {
+    // A script branches on this number: a broken driver counts as no GPU, said on stderr.
+    size_t count = 0;
+    try {
+      count = devices().size();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mlajit info: no usable GPU: %s\n", e.what());
+    }
+    std::printf("%zu\n", count);
+    return kExitOk;
+  }
+  const auto found = devices();
+  if (args.json) {
+    Json report = Json::object();
+    report.set("version", MLAJIT_VERSION_STRING).set("nvrtc", nvrtc_json());
+    report.set("driver", driver_json()).set("gpus", gpus_json(found));
+    report.set("cache", cache_json(args.cache_dir));
+    std::printf("%s\n", report.dump().c_str());
+    return kExitOk;
+  }
+  print_toolchain();
+  print_gpus(found);
+  print_cache(args.cache_dir);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App& parent) {
+  auto args = std::make_shared<InfoArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "info",
+      "Show the library version, NVRTC and driver (or why they are unavailable), each GPU with "
+      "the tile config it gets, and the cache layers.");
+  app->add_flag("--json", args->json, "print as JSON on stdout (\"gpus\" is always an array)");
+  app->add_flag("--gpu-count", args->gpu_count,
+                "print only the number of GPUs (0 without a driver) and exit 0");
+  app->add_option("--cache-dir", args->cache_dir,
+                  "describe this cache directory instead of the layers from the environment");
+  return {app, [args] { return run_info(*args); }};
+}
+
+}  // namespace mlajit::cli

@@ -1,0 +1,281 @@
+// `mlajit precompile`: builds the fleet matrix of kernel specs into a cache directory, in
+// parallel, skipping entries that are already there.
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli_support.h"
+#include "commands.h"
+#include "jit/fleet_matrix.h"
+#include "jit/kernel_registry.h"
+#include "jit/nvrtc_compiler.h"
+#include "jit/tile_config.h"
+#include "json_writer.h"
+#include "mlajit/error.h"
+#include "progress.h"
+
+namespace mlajit::cli {
+namespace {
+
+struct PrecompileArgs {
+  std::vector<std::string> archs{"all"};
+  std::vector<std::string> dtypes{"bf16", "f16"};
+  std::vector<std::string> head_dims{"512/64", "256/32"};
+  std::vector<int> causal{0, 1};
+  std::string profile;
+  bool all_tiers = false;
+  int jobs = 0;
+  std::string out;
+  bool json = false;
+  bool quiet = false;
+  bool dry_run = false;
+};
+
+struct Outcome {
+  std::string status = "pending";  // "compiled", "cached", "failed"
+  uint64_t bytes = 0;
+  double seconds = 0;
+  std::string key;
+  std::string error;
+};
+
+// "SMEM_PER_SM" or "SMEM_PER_SM/SMEM_PER_BLOCK", each a size (233472, 228K).
+jit::SmemOverride parse_profile(const std::string& text) {
+  const auto parts = split_list(text, '/');
+  if (parts.empty() || parts.size() > 2) {
+    throw UsageError(fmt::format(
+        "--profile '{}' is not SMEM_PER_SM[/SMEM_PER_BLOCK] (e.g. 233472 or 228K/227K)", text));
+  }
+  const uint64_t per_sm = parse_size(parts[0]);
+  const uint64_t per_block = parts.size() == 2 ? parse_size(parts[1]) : per_sm;
+  if (per_sm == 0 || per_block == 0 || per_sm > (1u << 30) || per_block > (1u << 30)) {
+    throw UsageError(fmt::format("--profile '{}': shared memory sizes must be in 1..1G bytes", text));
+  }
+  return {static_cast<int>(per_sm), static_cast<int>(per_block)};
+}
+
+jit::FleetMatrixOptions matrix_options(const PrecompileArgs& args) {
+  jit::FleetMatrixOptions options;
+  const bool all_archs = std::find(args.archs.begin(), args.archs.end(), "all") != args.archs.end();
+  if (!all_archs) options.archs = args.archs;
+  as_usage("--arch", [&] {
+    for (const auto& arch : options.archs) jit::device_profile(arch);  // names the known archs
+  });
+  as_usage("--dtype", [&] {
+    options.dtypes.clear();
+    for (const auto& dtype : args.dtypes) options.dtypes.push_back(parse_dtype(dtype));
+  });
+  as_usage("--head-dims", [&] {
+    options.head_dims.clear();
+    for (const auto& dims : args.head_dims) options.head_dims.push_back(jit::parse_head_dims(dims));
+  });
+  options.causal.clear();
+  for (int causal : args.causal) options.causal.push_back(causal != 0);
+  if (!args.profile.empty()) options.smem = parse_profile(args.profile);
+  options.all_tiers = args.all_tiers;
+  return options;
+}
+
+jit::CacheOptions precompile_cache_options(const std::string& out) {
+  if (out.empty()) return jit::CacheOptions::from_environment();
+  std::error_code error;
+  std::filesystem::create_directories(out, error);
+  if (error) {
+    throw Error(ErrorCode::kIoError,
+                fmt::format("--out: cannot create directory '{}': {}", out, error.message()));
+  }
+  // A fresh layer of its own: entries of the user or shipped caches must not count as "cached"
+  // here, since this directory is what gets shipped.
+  jit::CacheOptions options;
+  options.user_dir = out;
+  return options;
+}
+
+Outcome compile_one(jit::KernelRegistry& registry, const KernelSpec& spec) {
+  Outcome outcome;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    const jit::CompiledKernel kernel = registry.compile(spec);
+    outcome.status = kernel.from_cache ? "cached" : "compiled";
+    outcome.bytes = kernel.image.size();
+    outcome.key = kernel.key.hex;
+  } catch (const Error& e) {
+    outcome.status = "failed";
+    outcome.error = fmt::format("{}: {}", error_code_name(e.code()), e.what());
+  } catch (const std::exception& e) {
+    outcome.status = "failed";
+    outcome.error = e.what();
+  }
+  outcome.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return outcome;
+}
+
+// A pool of `jobs` threads taking specs in matrix order; KernelRegistry::compile is safe to
+// call concurrently (one build per key).
+std::vector<Outcome> compile_all(jit::KernelRegistry& registry, const std::vector<KernelSpec>& specs,
+                                 int jobs, Progress& progress) {
+  std::vector<Outcome> outcomes(specs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < specs.size(); i = next++) {
+      outcomes[i] = compile_one(registry, specs[i]);
+      progress.item_done(outcomes[i].status == "failed" ? "FAILED" : outcomes[i].status,
+                         specs[i].text());
+    }
+  };
+  const size_t threads = std::min<size_t>(std::max(jobs, 1), specs.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+  progress.finish();
+  return outcomes;
+}
+
+struct Summary {
+  size_t compiled = 0, cached = 0, failed = 0;
+  uint64_t bytes = 0;
+};
+
+Summary summarize(const std::vector<Outcome>& outcomes) {
+  Summary summary;
+  for (const auto& outcome : outcomes) {
+    summary.compiled += outcome.status == "compiled";
+    summary.cached += outcome.status == "cached";
+    summary.failed += outcome.status == "failed";
+    summary.bytes += outcome.bytes;
+  }
+  return summary;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+void print_text(const std::vector<KernelSpec>& specs, const std::vector<Outcome>& outcomes,
+                const Summary& summary, double wall, const std::string& dir) {
+  bool first_failure = true;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (outcomes[i].status != "failed") continue;
+    // The first failure in full (it carries the NVRTC log), the rest by their first line.
+    std::printf("FAILED %s\n  %s\n", specs[i].text().c_str(),
+                first_failure ? outcomes[i].error.c_str() : first_line(outcomes[i].error).c_str());
+    first_failure = false;
+  }
+  Table table({"specs", "compiled", "cached", "failed", "bytes", "wall time"},
+              {true, true, true, true, true, true});
+  table.add_row({std::to_string(specs.size()), std::to_string(summary.compiled),
+                 std::to_string(summary.cached), std::to_string(summary.failed),
+                 human_bytes(summary.bytes), human_seconds(wall)});
+  table.print(stdout);
+  if (!dir.empty()) std::printf("cache directory: %s\n", dir.c_str());
+}
+
+Json json_report(const std::vector<KernelSpec>& specs, const std::vector<Outcome>& outcomes,
+                 const Summary& summary, double wall, const std::string& dir, int jobs) {
+  Json entries = Json::array();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Json entry = Json::object();
+    entry.set("spec", specs[i].text()).set("arch", specs[i].arch);
+    entry.set("tier", jit::tier_of(specs[i].tile)).set("status", outcomes[i].status);
+    entry.set("bytes", outcomes[i].bytes).set("seconds", outcomes[i].seconds);
+    if (!outcomes[i].key.empty()) entry.set("key", outcomes[i].key);
+    if (!outcomes[i].error.empty()) entry.set("error", outcomes[i].error);
+    entries.push(std::move(entry));
+  }
+  Json report = Json::object();
+  report.set("specs", specs.size()).set("compiled", summary.compiled);
+  report.set("cached", summary.cached).set("failed", summary.failed);
+  report.set("bytes", summary.bytes).set("wall_seconds", wall).set("jobs", jobs);
+  report.set("cache_dir", dir).set("entries", std::move(entries));
+  return report;
+}
+
+void print_matrix(const std::vector<KernelSpec>& specs, bool json) {
+  if (json) {
+    Json list = Json::array();
+    for (const auto& spec : specs) list.push(spec.text());
+    Json report = Json::object();
+    report.set("specs", specs.size()).set("matrix", std::move(list));
+    std::printf("%s\n", report.dump().c_str());
+    return;
+  }
+  for (const auto& spec : specs) std::printf("%s\n", spec.text().c_str());
+  std::printf("%zu specs\n", specs.size());
+}
+
+int run_precompile(const PrecompileArgs& args) {
+  const std::vector<KernelSpec> specs = [&] {
+    std::vector<KernelSpec> built;
+    const auto options = matrix_options(args);
+    as_usage("precompile matrix", [&] { built = jit::fleet_matrix(options); });
+    return built;
+  }();
+  if (args.dry_run) {
+    print_matrix(specs, args.json);
+    return kExitOk;
+  }
+  const int jobs = args.jobs > 0 ? args.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const auto& compiler = jit::NvrtcCompiler::instance();
+  if (!compiler.available()) {
+    std::fprintf(stderr, "mlajit precompile: warning: NVRTC unavailable (%s); only entries "
+                 "already cached can be served\n", compiler.unavailable_reason().c_str());
+  }
+  jit::KernelRegistry registry(precompile_cache_options(args.out));
+  const std::string dir = registry.cache().options().user_dir;
+  Progress progress(specs.size(), !args.quiet);
+  const auto outcomes = compile_all(registry, specs, jobs, progress);
+  const double wall = progress.elapsed_seconds();
+  const Summary summary = summarize(outcomes);
+  if (args.json) {
+    std::printf("%s\n", json_report(specs, outcomes, summary, wall, dir, jobs).dump().c_str());
+  } else {
+    print_text(specs, outcomes, summary, wall, dir);
+  }
+  return summary.failed == 0 ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+Command add_precompile_command(CLI::App& parent) {
+  auto args = std::make_shared<PrecompileArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "precompile",
+      "Compile the matrix of kernel specs (arch x dtype x head dims x causal) into a cache "
+      "directory, so that GPUs of those archs start without compiling. Entries already present "
+      "are skipped. Exits 1 when any spec fails to compile.");
+  app->add_option("--arch", args->archs,
+                  "target archs, comma-separated (sm_80,sm_90,...), or 'all' for every profiled "
+                  "arch")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--dtype", args->dtypes, "dtypes of q/kv/out: bf16,f16")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--head-dims", args->head_dims, "CKV/KPE head-dim pairs: 512/64,256/32")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--causal", args->causal, "causal settings to build: 0,1")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1))
+      ->capture_default_str();
+  app->add_option("--profile", args->profile,
+                  "SMEM_PER_SM[/SMEM_PER_BLOCK]: shared-memory limits (bytes, or 228K) used for "
+                  "every arch instead of its device profile");
+  app->add_flag("--all-tiers", args->all_tiers,
+                "also build every tile tier that fits, so a forced tier (debug) is cached too");
+  app->add_option("-j,--jobs", args->jobs, "parallel compiles (default: hardware threads)")
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--out", args->out,
+                  "write into this cache directory only (created if missing), to ship via "
+                  "MLAJIT_CACHE_PATH; default: the user cache");
+  app->add_flag("--json", args->json, "print the report as JSON on stdout");
+  app->add_flag("-q,--quiet", args->quiet, "no progress lines on stderr");
+  app->add_flag("--dry-run", args->dry_run, "print the matrix of specs without compiling");
+  return {app, [args] { return run_precompile(*args); }};
+}
+
+}  // namespace mlajit::cli

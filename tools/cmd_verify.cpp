@@ -1,0 +1,213 @@
+// `mlajit verify`: the kernel on the local GPU against the float64 CPU reference, over a dozen
+// shapes that cover both dtypes, both head-dim pairs, head counts, page sizes, causal
+// speculative decode, the three tile tiers and the two-launch path.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "attention/mla_check.h"
+#include "cli_support.h"
+#include "commands.h"
+#include "driver/cuda_driver.h"
+#include "json_writer.h"
+#include "mlajit/error.h"
+
+namespace mlajit::cli {
+namespace {
+
+constexpr double kBf16Tolerance = 1e-2;
+constexpr double kFp16Tolerance = 3e-3;
+
+struct VerifyArgs {
+  bool json = false;
+  bool quick = false;
+  int device = 0;
+  uint64_t seed = 20261129;
+};
+
+struct CaseShape {
+  const char* name;
+  int heads, page, q_len;
+  bool causal;
+  DType dtype;
+  int ckv, kpe;
+  int force_tier;
+  bool two_launch;
+  bool quick;  // part of --quick
+};
+
+// Batches of 6 requests, kv_len in [1, 1100]: long enough for several KV tiles and splits,
+// short enough that the float64 reference takes about a second per case.
+const std::vector<CaseShape>& verify_shapes() {
+  constexpr auto bf16 = DType::kBFloat16;
+  constexpr auto f16 = DType::kFloat16;
+  static const std::vector<CaseShape> shapes{
+      {"decode H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 0, false, true},
+      {"decode H16 page1 bf16", 16, 1, 1, false, bf16, 512, 64, 0, false, false},
+      {"decode H128 page1 f16", 128, 1, 1, false, f16, 512, 64, 0, false, false},
+      {"decode H16 page64 f16", 16, 64, 1, false, f16, 512, 64, 0, false, true},
+      {"causal q2 H128 page64 bf16", 128, 64, 2, true, bf16, 512, 64, 0, false, true},
+      {"causal q2 H16 page1 f16", 16, 1, 2, true, f16, 512, 64, 0, false, false},
+      {"256/32 H16 page64 bf16", 16, 64, 1, false, bf16, 256, 32, 0, false, true},
+      {"256/32 causal q2 H128 page1 f16", 128, 1, 2, true, f16, 256, 32, 0, false, false},
+      {"tier 1 H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 1, false, false},
+      {"tier 2 H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 2, false, false},
+      {"tier 3 H16 page64 f16", 16, 64, 1, false, f16, 512, 64, 3, false, false},
+      {"two-launch H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 0, true, true},
+      {"two-launch causal q2 H16 page1 bf16", 16, 1, 2, true, bf16, 512, 64, 0, true, false},
+  };
+  return shapes;
+}
+
+MlaCheckCase make_case(const CaseShape& shape, int device, uint64_t seed) {
+  MlaShape mla;
+  mla.num_heads = shape.heads;
+  mla.page_size = shape.page;
+  mla.causal = shape.causal;
+  mla.dtype = shape.dtype;
+  mla.head_dim_ckv = shape.ckv;
+  mla.head_dim_kpe = shape.kpe;
+  MlaCheckCase check = make_random_case(shape.name, mla, 6, shape.q_len, 1, 1100, seed);
+  check.options.device = device;
+  check.options.force_tier = shape.force_tier;
+  check.options.force_two_launch = shape.two_launch;
+  return check;
+}
+
+struct CaseOutcome {
+  const CaseShape* shape = nullptr;
+  uint64_t seed = 0;
+  double tolerance = 0;
+  MlaCheckResult result;
+  std::string error;  // the case threw
+  bool passed = false;
+};
+
+CaseOutcome run_case(const CaseShape& shape, int device, uint64_t seed) {
+  CaseOutcome outcome;
+  outcome.shape = &shape;
+  outcome.seed = seed;
+  outcome.tolerance = shape.dtype == DType::kBFloat16 ? kBf16Tolerance : kFp16Tolerance;
+  try {
+    outcome.result = run_mla_check(make_case(shape, device, seed));
+    outcome.passed = outcome.result.passed(outcome.tolerance);
+  } catch (const Error& e) {
+    outcome.error = fmt::format("{}: {}", error_code_name(e.code()), e.what());
+  }
+  return outcome;
+}
+
+}  // namespace
+
+void require_gpu(const char* command, int device) {
+  if (!driver::driver_available()) {
+    throw Error(ErrorCode::kNoDriver,
+                fmt::format("{} needs a GPU: {}", command, driver::driver_unavailable_reason()));
+  }
+  const int count = driver::device_count();
+  if (device >= count) {
+    throw Error(ErrorCode::kNoDevice,
+                fmt::format("{} needs a GPU: device {} requested, {} present", command,
+                            device, count));
+  }
+}
+
+namespace {
+
+std::string verdict(const CaseOutcome& outcome) {
+  if (!outcome.error.empty()) return "ERROR";
+  return outcome.passed ? "pass" : "FAIL";
+}
+
+void print_table(const std::vector<CaseOutcome>& outcomes) {
+  Table table({"case", "seed", "out err", "lse err", "tol", "tier", "path", "ms", "result"},
+              {false, true, true, true, true, true, false, true, false});
+  for (const auto& o : outcomes) {
+    const bool ran = o.error.empty();
+    table.add_row({o.shape->name, std::to_string(o.seed),
+                   ran ? fmt::format("{:.2e}", o.result.out_error) : "-",
+                   ran ? fmt::format("{:.2e}", o.result.lse_error) : "-",
+                   fmt::format("{:.0e}", o.tolerance), ran ? std::to_string(o.result.plan.tier) : "-",
+                   ran ? (o.result.plan.two_launch ? "two-launch" : "cooperative") : "-",
+                   ran ? fmt::format("{:.1f}", o.result.seconds * 1e3) : "-", verdict(o)});
+  }
+  table.print(stdout);
+  for (const auto& o : outcomes) {
+    if (!o.error.empty()) std::printf("%s: %s\n", o.shape->name, o.error.c_str());
+    if (o.error.empty() && !o.passed && !o.result.all_written) {
+      std::printf("%s: some outputs were never written (NaN poison left)\n", o.shape->name);
+    }
+    if (o.error.empty() && !o.passed && !o.result.lse_infinities_match) {
+      std::printf("%s: lse is -inf where the reference is not, or the other way\n", o.shape->name);
+    }
+  }
+}
+
+Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const driver::DeviceInfo& device,
+                   size_t failures) {
+  Json cases = Json::array();
+  for (const auto& o : outcomes) {
+    Json entry = Json::object();
+    entry.set("name", o.shape->name).set("seed", o.seed).set("tolerance", o.tolerance);
+    entry.set("passed", o.passed);
+    if (!o.error.empty()) {
+      cases.push(std::move(entry.set("error", o.error)));
+      continue;
+    }
+    entry.set("out_error", o.result.out_error).set("lse_error", o.result.lse_error);
+    entry.set("all_written", o.result.all_written);
+    entry.set("lse_infinities_match", o.result.lse_infinities_match);
+    entry.set("tier", o.result.plan.tier).set("two_launch", o.result.plan.two_launch);
+    entry.set("cluster_size", o.result.plan.cluster_size).set("seconds", o.result.seconds);
+    cases.push(std::move(entry));
+  }
+  Json report = Json::object();
+  report.set("device", device.name).set("arch", device.arch());
+  report.set("cases", outcomes.size()).set("failures", failures).set("results", std::move(cases));
+  return report;
+}
+
+int run_verify(const VerifyArgs& args) {
+  require_gpu("verify", args.device);
+  const driver::DeviceInfo device = driver::device_info(args.device);
+  std::vector<CaseOutcome> outcomes;
+  uint64_t seed = args.seed;
+  for (const auto& shape : verify_shapes()) {
+    if (args.quick && !shape.quick) continue;
+    outcomes.push_back(run_case(shape, args.device, seed++));
+    if (!args.json) {
+      std::fprintf(stderr, "%-40s %s\n", shape.name, verdict(outcomes.back()).c_str());
+    }
+  }
+  size_t failures = 0;
+  for (const auto& o : outcomes) failures += !o.passed;
+  if (args.json) {
+    std::printf("%s\n", outcomes_json(outcomes, device, failures).dump().c_str());
+  } else {
+    std::printf("%s (%s), first seed %llu\n", device.name.c_str(), device.arch().c_str(),
+                static_cast<unsigned long long>(args.seed));
+    print_table(outcomes);
+    std::printf("%zu of %zu cases passed\n", outcomes.size() - failures, outcomes.size());
+  }
+  return failures == 0 ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+Command add_verify_command(CLI::App& parent) {
+  auto args = std::make_shared<VerifyArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "verify",
+      "Check the kernel on the local GPU against the float64 CPU reference over a dozen shapes "
+      "(H 16/128, page 1/64, causal q_len 2, bf16/f16, 512/64 and 256/32, tiers 1-3, "
+      "two-launch). Tolerance: relative L2 error 1e-2 (bf16), 3e-3 (f16). Exits 1 on any "
+      "failure, or without a GPU.");
+  app->add_flag("--json", args->json, "print the results as JSON on stdout");
+  app->add_flag("--quick", args->quick, "a subset of five cases");
+  app->add_option("--device", args->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  app->add_option("--seed", args->seed, "seed of the first case (each next case adds 1)")
+      ->capture_default_str();
+  return {app, [args] { return run_verify(*args); }};
+}
+
+}  // namespace mlajit::cli
