@@ -2,6 +2,8 @@
 // list and prune do to a cache directory. Also the fleet matrix and the JSON writer directly.
 #include <catch2/catch.hpp>
 
+#include "mlajit/error.h"
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -503,7 +505,7 @@ TEST_CASE("list --json agrees with the entry files on disk") {
   CHECK(empty.out.find("0 entries") != std::string::npos);
 }
 
-TEST_CASE("prune removes the least recently used entries until the budget holds") {
+TEST_CASE("mlajit prune removes the least recently used entries until the budget holds") {
   REQUIRE_CLI_BUILT();
   TempDir cache;
   fill_cache(cache.path(), 8, 4000);
