@@ -21,6 +21,7 @@
 #include "jit/disk_cache.h"
 #include "jit/fleet_matrix.h"
 #include "jit/tile_config.h"
+#include "mlajit/error.h"
 #include "mlajit/kernel_spec.h"
 #include "tools/json_writer.h"
 
@@ -503,7 +504,7 @@ TEST_CASE("list --json agrees with the entry files on disk") {
   CHECK(empty.out.find("0 entries") != std::string::npos);
 }
 
-TEST_CASE("prune removes the least recently used entries until the budget holds") {
+TEST_CASE("mlajit prune keeps the user cache within --max-size, newest entries first") {
   REQUIRE_CLI_BUILT();
   TempDir cache;
   fill_cache(cache.path(), 8, 4000);
