@@ -32,7 +32,8 @@ enum class LseBase : int { kBase2 = 0, kNatural = 1 };
 struct MlaOptions {
   int device = -1;              // CUDA device ordinal; -1: the current context's device, else 0
   int force_tier = 0;           // 0: from the device's shared memory; 1..3: force a tile tier (debug)
-  int cluster_size = 0;         // 0: chosen per plan; 1 or 2: pinned (keeps the grid fixed)
+  int cluster_size = 0;         // 0: chosen per plan; 1 or 2: pinned (keeps the grid and the
+                                // launch sequence fixed across plans: use it with CUDA graphs)
   bool force_two_launch = false;  // use the non-cooperative attention + merge path
   LseBase lse_base = LseBase::kBase2;
   uint64_t workspace_bytes = 0;   // reserve this much device workspace up front (0: grow on demand)

@@ -191,6 +191,12 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   validate_run_args(s.shape, args, s.planned_tokens);
   const auto cu_stream = static_cast<CUstream>(stream);
   driver::set_current_device(s.device);
+  if (!driver::stream_on_device(cu_stream, s.device)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("stream={} belongs to another context than device {}'s primary "
+                            "context: pass a stream created on device {}",
+                            stream, s.device, s.device));
+  }
   mlajit_kernel::MlaParams params = make_kernel_params(s.shape, s.options, s.workspace, args);
   const plan::Plan& plan = s.current_plan;
   if (plan.work_items.empty()) return;  // nothing to compute (no query tokens)
@@ -203,8 +209,10 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   config.stream = cu_stream;
   void* kernel_args[] = {&params};
 
-  // Without split tiles there is nothing to merge: one plain launch, no barrier.
-  const bool needs_merge = !plan.merge_records.empty();
+  // Without split tiles there is nothing to merge: one plain launch, no barrier. A pinned
+  // grid (the CUDA-graph mode) always launches the same way, so a captured graph stays
+  // right for plans that do split.
+  const bool needs_merge = !plan.merge_records.empty() || s.options.cluster_size != 0;
   if (!needs_merge || s.two_launch) {
     params.phase = 1;
     s.kernel->function.launch(config, kernel_args);

@@ -124,11 +124,10 @@ std::shared_ptr<const jit::LoadedKernel> spin_kernel(int device) {
   return jit::KernelRegistry::instance().load(spec, device);
 }
 
-void launch_spin(const jit::LoadedKernel& spin, CUstream stream, double milliseconds,
-                 int clock_mhz) {
+void launch_spin(const jit::LoadedKernel& spin, CUstream stream, double milliseconds) {
   struct {
-    unsigned long long cycles;
-  } params{static_cast<unsigned long long>(milliseconds * 1e3 * clock_mhz)};
+    unsigned long long nanoseconds;
+  } params{static_cast<unsigned long long>(milliseconds * 1e6)};
   void* args[] = {&params};
   driver::LaunchConfig config;
   config.block_x = 32;
@@ -137,7 +136,7 @@ void launch_spin(const jit::LoadedKernel& spin, CUstream stream, double millisec
 }
 
 MlaBenchResult bench_one(const MlaBenchShape& shape, const MlaBenchOptions& options,
-                         const KvPool& pool, const jit::LoadedKernel& spin, int clock_mhz) {
+                         const KvPool& pool, const jit::LoadedKernel& spin) {
   const int ckv = 512, kpe = 64;
   const std::vector<int> kv_lens = kv_lens_of(shape);
   const int batch = static_cast<int>(kv_lens.size());
@@ -208,7 +207,7 @@ MlaBenchResult bench_one(const MlaBenchShape& shape, const MlaBenchOptions& opti
   };
   for (int i = 0; i < options.warmup; ++i) run_with_set(i);
   std::vector<driver::Event> events(options.iterations + 1);
-  launch_spin(spin, stream.get(), 5.0 + options.iterations * 0.05, clock_mhz);
+  launch_spin(spin, stream.get(), 5.0 + options.iterations * 0.05);
   events[0].record(stream.get());
   for (int i = 0; i < options.iterations; ++i) {
     run_with_set(options.warmup + i);
@@ -284,13 +283,11 @@ MlaBenchShape ragged_bench_shape() {
 std::vector<MlaBenchResult> run_mla_bench(const std::vector<MlaBenchShape>& shapes,
                                           const MlaBenchOptions& options) {
   driver::set_current_device(options.device);
-  const driver::DeviceInfo info = driver::device_info(options.device);
-  const int clock_mhz = std::max(1, info.clock_mhz);
   auto spin = spin_kernel(options.device);
   KvPool pool = make_pool(options.pool_gb, 576, DType::kBFloat16);
   std::vector<MlaBenchResult> results;
   for (const auto& shape : shapes) {
-    results.push_back(bench_one(shape, options, pool, *spin, clock_mhz));
+    results.push_back(bench_one(shape, options, pool, *spin));
     logger("mlajit.bench")->info("{}: {:.1f} us", results.back().spec, results.back().median_us);
   }
   return results;

@@ -6,36 +6,10 @@
 #include <numeric>
 #include <random>
 
-#include "attention/mla_reference.h"
 #include "common/half.h"
-#include "driver/cuda_driver.h"
 
 namespace mlajit {
 namespace {
-
-struct HostBatch {
-  std::vector<int32_t> qo_indptr{0}, kv_indptr{0}, kv_len, kv_indices;
-  int64_t num_pages = 0;
-};
-
-HostBatch make_batch(const MlaCheckCase& check, std::mt19937_64& rng) {
-  HostBatch batch;
-  const int page_size = check.shape.page_size;
-  int64_t used_pages = 0;
-  for (size_t b = 0; b < check.q_lens.size(); ++b) {
-    batch.qo_indptr.push_back(batch.qo_indptr.back() + check.q_lens[b]);
-    const int pages = (check.kv_lens[b] + page_size - 1) / page_size;
-    batch.kv_indptr.push_back(batch.kv_indptr.back() + pages);
-    batch.kv_len.push_back(check.kv_lens[b]);
-    used_pages += pages;
-  }
-  batch.num_pages = used_pages + check.extra_pages;
-  std::vector<int32_t> pool(batch.num_pages);
-  std::iota(pool.begin(), pool.end(), 0);
-  std::shuffle(pool.begin(), pool.end(), rng);
-  batch.kv_indices.assign(pool.begin(), pool.begin() + used_pages);
-  return batch;
-}
 
 // Random values rounded to the dtype, so host reference and GPU see identical inputs.
 std::vector<float> random_values(size_t count, DType dtype, std::mt19937_64& rng) {
@@ -51,17 +25,6 @@ std::vector<uint16_t> to_half(const std::vector<float>& values, DType dtype) {
   return bits;
 }
 
-driver::DeviceBuffer upload(const void* data, size_t bytes) {
-  driver::DeviceBuffer buffer(std::max<size_t>(bytes, 16));
-  if (bytes > 0) driver::memcpy_htod(buffer.ptr(), data, bytes);
-  return buffer;
-}
-
-template <typename T>
-driver::DeviceBuffer upload(const std::vector<T>& values) {
-  return upload(values.data(), values.size() * sizeof(T));
-}
-
 // Interleaves ckv and kpe rows into one [page][token][ckv + kpe] cache.
 std::vector<uint16_t> concatenate_kv(const std::vector<uint16_t>& ckv,
                                      const std::vector<uint16_t>& kpe, int ckv_dim, int kpe_dim) {
@@ -74,117 +37,149 @@ std::vector<uint16_t> concatenate_kv(const std::vector<uint16_t>& ckv,
   return joined;
 }
 
-void compare(const MlaReferenceResult& ref, const std::vector<uint16_t>& out_bits,
-             const std::vector<float>& lse, DType dtype, bool natural_lse, bool with_lse,
-             MlaCheckResult* result) {
-  std::vector<double> out(out_bits.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = half_to_float(dtype, out_bits[i]);
-    if (std::isnan(out[i])) result->all_written = false;
+void fill_batch(const MlaCheckCase& check, std::mt19937_64& rng, MlaReferenceProblem* host,
+                int64_t* num_pages) {
+  const int page_size = check.shape.page_size;
+  host->qo_indptr = {0};
+  host->kv_indptr = {0};
+  int64_t used_pages = 0;
+  for (size_t b = 0; b < check.q_lens.size(); ++b) {
+    host->qo_indptr.push_back(host->qo_indptr.back() + check.q_lens[b]);
+    const int pages = (check.kv_lens[b] + page_size - 1) / page_size;
+    host->kv_indptr.push_back(host->kv_indptr.back() + pages);
+    host->kv_len.push_back(check.kv_lens[b]);
+    used_pages += pages;
   }
-  result->out_error = result->all_written ? relative_l2_error(out, ref.out) : INFINITY;
-  if (!with_lse) return;
-  std::vector<double> got, expected;
-  const double scale = natural_lse ? std::log(2.0) : 1.0;
-  for (size_t i = 0; i < ref.lse.size(); ++i) {
-    const bool ref_inf = std::isinf(ref.lse[i]);
-    if (ref_inf != std::isinf(lse[i]) || std::isnan(lse[i])) result->lse_infinities_match = false;
-    if (!ref_inf && std::isfinite(lse[i])) {
-      got.push_back(lse[i]);
-      expected.push_back(ref.lse[i] * scale);
-    }
-  }
-  result->lse_error = relative_l2_error(got, expected);
+  *num_pages = used_pages + check.extra_pages;
+  std::vector<int32_t> pool(*num_pages);
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  host->kv_indices.assign(pool.begin(), pool.begin() + used_pages);
 }
 
 }  // namespace
 
-MlaCheckResult run_mla_check(const MlaCheckCase& check) {
+MlaBatch MlaDeviceProblem::batch() const {
+  return MlaBatch{host.qo_indptr.data(), host.kv_indptr.data(), host.kv_len.data(),
+                  static_cast<int>(host.kv_len.size()), host.kv_indices.data(), num_pages};
+}
+
+void MlaDeviceProblem::poison_outputs() const {
+  const int64_t rows = args.num_tokens * check.shape.num_heads;
+  if (rows == 0) return;
+  driver::memset_d8(reinterpret_cast<CUdeviceptr>(args.out), 0xFF,
+                    rows * check.shape.head_dim_ckv * 2);  // NaN in bf16 and fp16
+  if (args.lse) driver::memset_d8(reinterpret_cast<CUdeviceptr>(args.lse), 0xFF, rows * 4);
+}
+
+std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check) {
+  auto p = std::make_unique<MlaDeviceProblem>();
+  p->check = check;
   const MlaShape& shape = check.shape;
   std::mt19937_64 rng(check.seed);
-  HostBatch batch = make_batch(check, rng);
-  const int64_t tokens = batch.qo_indptr.back();
+  MlaReferenceProblem& host = p->host;
+  fill_batch(check, rng, &host, &p->num_pages);
+  const int64_t tokens = host.qo_indptr.back();
   const int ckv_dim = shape.head_dim_ckv, kpe_dim = shape.head_dim_kpe;
-  const int64_t kv_rows = batch.num_pages * shape.page_size;
+  const int64_t kv_rows = p->num_pages * shape.page_size;
+  host.num_heads = shape.num_heads;
+  host.head_dim_ckv = ckv_dim;
+  host.head_dim_kpe = kpe_dim;
+  host.page_size = shape.page_size;
+  host.causal = shape.causal;
+  host.sm_scale = 1.0 / std::sqrt(192.0);
+  host.q_nope = random_values(tokens * shape.num_heads * ckv_dim, shape.dtype, rng);
+  host.q_pe = random_values(tokens * shape.num_heads * kpe_dim, shape.dtype, rng);
+  host.ckv = random_values(kv_rows * ckv_dim, shape.dtype, rng);
+  host.kpe = random_values(kv_rows * kpe_dim, shape.dtype, rng);
 
-  MlaReferenceProblem problem;
-  problem.num_heads = shape.num_heads;
-  problem.head_dim_ckv = ckv_dim;
-  problem.head_dim_kpe = kpe_dim;
-  problem.page_size = shape.page_size;
-  problem.causal = shape.causal;
-  problem.sm_scale = 1.0 / std::sqrt(192.0);
-  problem.qo_indptr = batch.qo_indptr;
-  problem.kv_indptr = batch.kv_indptr;
-  problem.kv_indices = batch.kv_indices;
-  problem.kv_len = batch.kv_len;
-  problem.q_nope = random_values(tokens * shape.num_heads * ckv_dim, shape.dtype, rng);
-  problem.q_pe = random_values(tokens * shape.num_heads * kpe_dim, shape.dtype, rng);
-  problem.ckv = random_values(kv_rows * ckv_dim, shape.dtype, rng);
-  problem.kpe = random_values(kv_rows * kpe_dim, shape.dtype, rng);
-  const MlaReferenceResult ref = mla_reference(problem);
-
-  MlaCheckResult result;
-  const auto start = std::chrono::steady_clock::now();
-  BatchMlaAttention attention(shape, check.options);
-  driver::DeviceBuffer q_nope = upload(to_half(problem.q_nope, shape.dtype));
-  driver::DeviceBuffer q_pe = upload(to_half(problem.q_pe, shape.dtype));
-  driver::DeviceBuffer indices = upload(batch.kv_indices);
-  const auto ckv_bits = to_half(problem.ckv, shape.dtype);
-  const auto kpe_bits = to_half(problem.kpe, shape.dtype);
-  driver::DeviceBuffer ckv, kpe;
-  MlaRunArgs args;
+  auto upload = [&](const void* data, size_t bytes) {
+    p->buffers.push_back(std::make_unique<driver::DeviceBuffer>(std::max<size_t>(bytes, 16)));
+    driver::memcpy_htod(p->buffers.back()->ptr(), data, bytes);
+    return p->buffers.back()->data();
+  };
+  MlaRunArgs& args = p->args;
+  const auto q_nope = to_half(host.q_nope, shape.dtype);
+  const auto q_pe = to_half(host.q_pe, shape.dtype);
+  args.q_nope = upload(q_nope.data(), q_nope.size() * 2);
+  args.q_nope_stride_head = ckv_dim;
+  args.q_nope_stride_token = int64_t{ckv_dim} * shape.num_heads;
+  args.q_pe = upload(q_pe.data(), q_pe.size() * 2);
+  args.q_pe_stride_head = kpe_dim;
+  args.q_pe_stride_token = int64_t{kpe_dim} * shape.num_heads;
+  const auto ckv_bits = to_half(host.ckv, shape.dtype);
+  const auto kpe_bits = to_half(host.kpe, shape.dtype);
   if (check.concatenated_kv) {
-    ckv = upload(concatenate_kv(ckv_bits, kpe_bits, ckv_dim, kpe_dim));
-    args.ckv = ckv.data();
-    args.kpe = static_cast<const uint16_t*>(ckv.data()) + ckv_dim;
+    const auto joined = concatenate_kv(ckv_bits, kpe_bits, ckv_dim, kpe_dim);
+    args.ckv = upload(joined.data(), joined.size() * 2);
+    args.kpe = static_cast<const uint16_t*>(args.ckv) + ckv_dim;
     args.ckv_stride_token = args.kpe_stride_token = ckv_dim + kpe_dim;
   } else {
-    ckv = upload(ckv_bits);
-    kpe = upload(kpe_bits);
-    args.ckv = ckv.data();
-    args.kpe = kpe.data();
+    args.ckv = upload(ckv_bits.data(), ckv_bits.size() * 2);
+    args.kpe = upload(kpe_bits.data(), kpe_bits.size() * 2);
     args.ckv_stride_token = ckv_dim;
     args.kpe_stride_token = kpe_dim;
   }
   args.ckv_stride_page = args.ckv_stride_token * shape.page_size;
   args.kpe_stride_page = args.kpe_stride_token * shape.page_size;
-  const size_t out_count = tokens * shape.num_heads * ckv_dim;
-  driver::DeviceBuffer out(std::max<size_t>(out_count * 2, 16));
-  driver::DeviceBuffer lse(std::max<size_t>(tokens * shape.num_heads * 4, 16));
-  driver::memset_d8(out.ptr(), 0xFF, out.size());  // NaN in bf16 and fp16
-  driver::memset_d8(lse.ptr(), 0xFF, lse.size());  // NaN in fp32
-  args.q_nope = q_nope.data();
-  args.q_nope_stride_head = ckv_dim;
-  args.q_nope_stride_token = int64_t{ckv_dim} * shape.num_heads;
-  args.q_pe = q_pe.data();
-  args.q_pe_stride_head = kpe_dim;
-  args.q_pe_stride_token = int64_t{kpe_dim} * shape.num_heads;
-  args.kv_indices = static_cast<const int32_t*>(indices.data());
-  args.out = out.data();
+  args.kv_indices = static_cast<const int32_t*>(
+      upload(host.kv_indices.data(), host.kv_indices.size() * 4));
+  const size_t rows = tokens * shape.num_heads;
+  p->buffers.push_back(std::make_unique<driver::DeviceBuffer>(std::max<size_t>(rows * ckv_dim * 2, 16)));
+  args.out = p->buffers.back()->data();
   args.out_stride_head = ckv_dim;
   args.out_stride_token = int64_t{ckv_dim} * shape.num_heads;
-  args.lse = check.with_lse ? static_cast<float*>(lse.data()) : nullptr;
+  p->buffers.push_back(std::make_unique<driver::DeviceBuffer>(std::max<size_t>(rows * 4, 16)));
+  args.lse = check.with_lse ? static_cast<float*>(p->buffers.back()->data()) : nullptr;
   args.num_tokens = tokens;
-  args.sm_scale = static_cast<float>(problem.sm_scale);
+  args.sm_scale = static_cast<float>(host.sm_scale);
+  p->poison_outputs();
+  return p;
+}
 
-  MlaBatch host_batch{batch.qo_indptr.data(), batch.kv_indptr.data(), batch.kv_len.data(),
-                      static_cast<int>(check.q_lens.size()), batch.kv_indices.data(),
-                      batch.num_pages};
-  attention.plan(host_batch, nullptr);
-  attention.run(args, nullptr);
-  driver::context_synchronize();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.plan = attention.plan_info();
+MlaCheckResult MlaDeviceProblem::compare_with_reference() const {
+  const MlaReferenceResult ref = mla_reference(host);
+  const DType dtype = check.shape.dtype;
+  const size_t rows = args.num_tokens * check.shape.num_heads;
+  std::vector<uint16_t> out_bits(rows * check.shape.head_dim_ckv);
+  std::vector<float> lse(rows);
+  driver::memcpy_dtoh(out_bits.data(), reinterpret_cast<CUdeviceptr>(args.out), out_bits.size() * 2);
+  if (args.lse) driver::memcpy_dtoh(lse.data(), reinterpret_cast<CUdeviceptr>(args.lse), rows * 4);
 
-  std::vector<uint16_t> out_bits(out_count);
-  std::vector<float> lse_values(tokens * shape.num_heads);
-  if (out_count > 0) driver::memcpy_dtoh(out_bits.data(), out.ptr(), out_count * 2);
-  if (!lse_values.empty()) {
-    driver::memcpy_dtoh(lse_values.data(), lse.ptr(), lse_values.size() * 4);
+  MlaCheckResult result;
+  std::vector<double> out(out_bits.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = half_to_float(dtype, out_bits[i]);
+    if (std::isnan(out[i])) result.all_written = false;
   }
-  compare(ref, out_bits, lse_values, shape.dtype,
-          check.options.lse_base == LseBase::kNatural, check.with_lse, &result);
+  result.out_error = result.all_written ? relative_l2_error(out, ref.out) : INFINITY;
+  if (!args.lse) return result;
+  std::vector<double> got, expected;
+  const double scale = check.options.lse_base == LseBase::kNatural ? std::log(2.0) : 1.0;
+  for (size_t i = 0; i < rows; ++i) {
+    const bool ref_inf = std::isinf(ref.lse[i]);
+    if (ref_inf != std::isinf(lse[i]) || std::isnan(lse[i])) result.lse_infinities_match = false;
+    if (!ref_inf && std::isfinite(lse[i])) {
+      got.push_back(lse[i]);
+      expected.push_back(ref.lse[i] * scale);
+    }
+  }
+  result.lse_error = relative_l2_error(got, expected);
+  return result;
+}
+
+MlaCheckResult run_mla_check(const MlaCheckCase& check) {
+  const auto start = std::chrono::steady_clock::now();
+  BatchMlaAttention attention(check.shape, check.options);
+  auto problem = make_device_problem(check);
+  attention.plan(problem->batch(), nullptr);
+  attention.run(problem->args, nullptr);
+  driver::context_synchronize();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MlaCheckResult result = problem->compare_with_reference();
+  result.seconds = seconds;
+  result.plan = attention.plan_info();
   return result;
 }
 

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include "attention/mla_reference.h"
+#include "driver/cuda_driver.h"
 #include "mlajit/attention.h"
 
 namespace mlajit {
@@ -36,6 +40,23 @@ struct MlaCheckResult {
 
 // Requires a GPU; throws mlajit::Error otherwise.
 MlaCheckResult run_mla_check(const MlaCheckCase& check);
+
+// The pieces of run_mla_check, for tests that drive BatchMlaAttention themselves (graph
+// capture, several devices): a random problem, its device copy with poisoned outputs, and the
+// comparison of what the GPU wrote with the reference.
+struct MlaDeviceProblem;
+std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check);
+struct MlaDeviceProblem {
+  MlaCheckCase check;
+  MlaReferenceProblem host;  // the inputs, exactly as uploaded
+  int64_t num_pages = 0;
+  std::vector<std::unique_ptr<driver::DeviceBuffer>> buffers;
+  MlaRunArgs args;           // pointers into `buffers`
+  MlaBatch batch() const;    // pointers into `host`
+  void poison_outputs() const;
+  // Downloads the outputs and compares them with the reference of `host` as it is now.
+  MlaCheckResult compare_with_reference() const;
+};
 
 // A random ragged batch: `batch` requests with kv_len drawn in [min_kv, max_kv].
 MlaCheckCase make_random_case(std::string name, MlaShape shape, int batch, int q_len, int min_kv,

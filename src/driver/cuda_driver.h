@@ -130,12 +130,17 @@ class PinnedBuffer {
 
 void memcpy_htod(CUdeviceptr dst, const void* src, size_t bytes);
 void memcpy_dtoh(void* dst, CUdeviceptr src, size_t bytes);
+void memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
 void memcpy_htod_async(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
 void memset_d8(CUdeviceptr dst, uint8_t value, size_t bytes);
 void memset_d32_async(CUdeviceptr dst, uint32_t value, size_t count, CUstream stream);
 void stream_synchronize(CUstream stream);
 void context_synchronize();
 CUcontext stream_context(CUstream stream);  // the context a stream belongs to
+// True when `stream` may carry work for device `ordinal`: the legacy/per-thread default
+// streams (nullptr, 1, 2) always may, another stream only if it was made in the device's
+// primary context.
+bool stream_on_device(CUstream stream, int ordinal);
 
 class Stream {
  public:
@@ -157,6 +162,7 @@ class Event {
   Event& operator=(const Event&) = delete;
   void record(CUstream stream);
   float elapsed_ms_since(const Event& start) const;  // synchronizes on this event
+  void synchronize() const;  // waits until the recorded work has finished
   CUevent get() const { return event_; }
 
  private:

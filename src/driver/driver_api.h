@@ -41,6 +41,7 @@ struct Api {
   PFN_cuMemFreeHost_v2000 cuMemFreeHost = nullptr;
   PFN_cuMemcpyHtoD_v3020 cuMemcpyHtoD = nullptr;
   PFN_cuMemcpyDtoH_v3020 cuMemcpyDtoH = nullptr;
+  PFN_cuMemcpyDtoD_v3020 cuMemcpyDtoD = nullptr;
   PFN_cuMemcpyHtoDAsync_v3020 cuMemcpyHtoDAsync = nullptr;
   PFN_cuMemsetD8_v3020 cuMemsetD8 = nullptr;
   PFN_cuMemsetD32Async_v3020 cuMemsetD32Async = nullptr;

@@ -137,6 +137,7 @@ bool resolve_all(LoadState& state, const ProcResolver& resolver) {
   MLAJIT_RESOLVE(cuMemFreeHost);
   MLAJIT_RESOLVE(cuMemcpyHtoD);
   MLAJIT_RESOLVE(cuMemcpyDtoH);
+  MLAJIT_RESOLVE(cuMemcpyDtoD);
   MLAJIT_RESOLVE(cuMemcpyHtoDAsync);
   MLAJIT_RESOLVE(cuMemsetD8);
   MLAJIT_RESOLVE(cuMemsetD32Async);

@@ -81,6 +81,11 @@ void memcpy_htod(CUdeviceptr dst, const void* src, size_t bytes) {
   check(detail::api().cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
 }
 
+void memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  if (bytes == 0) return;
+  check(detail::api().cuMemcpyDtoD(dst, src, bytes), "cuMemcpyDtoD");
+}
+
 void memcpy_dtoh(void* dst, CUdeviceptr src, size_t bytes) {
   if (bytes == 0) return;
   check(detail::api().cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");

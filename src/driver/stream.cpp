@@ -1,4 +1,5 @@
 // Streams, events, synchronisation and CUDA graph capture.
+#include <cstdint>
 #include <utility>
 
 #include <fmt/format.h>
@@ -34,6 +35,12 @@ CUcontext stream_context(CUstream stream) {
   return context;
 }
 
+bool stream_on_device(CUstream stream, int ordinal) {
+  const auto handle = reinterpret_cast<std::uintptr_t>(stream);
+  if (handle <= 2) return true;  // CU_STREAM_LEGACY / CU_STREAM_PER_THREAD follow the current context
+  return stream_context(stream) == detail::primary_context(ordinal);
+}
+
 Stream::Stream() {
   detail::ensure_current_context();
   // Non-blocking: no implicit synchronisation with the legacy default stream.
@@ -61,6 +68,10 @@ Event::~Event() {
 
 void Event::record(CUstream stream) {
   check(detail::api().cuEventRecord(event_, stream), "cuEventRecord");
+}
+
+void Event::synchronize() const {
+  check(detail::api().cuEventSynchronize(event_), "cuEventSynchronize");
 }
 
 float Event::elapsed_ms_since(const Event& start) const {

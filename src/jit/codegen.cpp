@@ -173,9 +173,15 @@ GeneratedProgram generate_program(const KernelSpec& spec,
                                                   kDemoThreads);
     program.threads_per_block = kDemoThreads;
     program.dynamic_smem_bytes = 0;
+  } else if (spec.family == "spin") {
+    // The benchmark's GPU-holding kernel; like the demo it ignores the rest of the spec.
+    family_file = "spin.cuh";
+    program.request.name_expression = "mlajit_kernel::spin_kernel<0>";
+    program.threads_per_block = 32;
+    program.dynamic_smem_bytes = 0;
   } else {
     throw Error(ErrorCode::kUnsupported,
-                fmt::format("unknown kernel family '{}': expected mla_fa2 or grid_barrier_demo",
+                fmt::format("unknown kernel family '{}': expected mla_fa2, grid_barrier_demo or spin",
                             spec.family));
   }
   if (!kernel_files.count(family_file)) {

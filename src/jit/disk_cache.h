@@ -8,6 +8,7 @@
 // logged, moved to <dir>/quarantine/ and rebuilt. Writes go to a unique temp file, are
 // fsync'd and renamed into place. One thread per key builds inside a process; a per-key lock
 // file (flock) keeps processes from building the same key twice, with a bounded wait.
+// The directory layout (<dir>/<hex[0:2]>/<hex>.cubin, locks/, quarantine/) is in cache_layout.h.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -82,6 +83,8 @@ class DiskCache {
   std::vector<CacheListing> list() const;
   // Evicts least-recently-used user-layer entries until the layer holds <= max_bytes (and
   // entries last used before `older_than`, when given). Returns what was removed.
+  // max_bytes = 0 empties the layer; pass UINT64_MAX to prune by age only. Also removes temp
+  // files abandoned (untouched for an hour) by writers that died before their rename.
   std::vector<CacheListing> prune(uint64_t max_bytes,
                                   std::optional<std::chrono::seconds> older_than = std::nullopt);
 

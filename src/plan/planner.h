@@ -14,6 +14,10 @@ namespace mlajit::plan {
 using mlajit_kernel::MlaMergeRecord;
 using mlajit_kernel::MlaWorkItem;
 
+// Packed rows per merge record piece: one row per warp of a 256-thread CTA, so one piece is
+// one pass of a CTA, and a split tile's merge spreads over up to tile_rows / 8 CTAs.
+inline constexpr int kMergePieceRows = 8;
+
 struct PlanInput {
   const int32_t* qo_indptr = nullptr;  // [batch + 1], query tokens, qo_indptr[0] == 0
   const int32_t* kv_indptr = nullptr;  // [batch + 1], pages into kv_indices
@@ -45,6 +49,7 @@ struct Plan {
   std::vector<MlaMergeRecord> merge_records;
   int64_t partial_rows = 0;                 // rows of partial_o / partial_lse needed
   std::vector<int64_t> cta_cost;            // modelled cost per CTA pair (for tests/bench)
+  int64_t kv_chunk = 0;                     // chunk length limit chosen (tokens, kv_tile multiple)
   WorkspaceLayout layout;
 
   // Writes the plan arrays into `dst` (at least layout.plan_bytes) at their offsets.

@@ -1,0 +1,604 @@
+// The MLA paged-attention kernel, FA2 style (after FlashInfer's BatchMLAPagedAttentionKernel).
+//
+// One CTA of 256 threads = 2 warpgroups x 4 warps. A CTA owns Q_TILE = 64 packed query rows
+// (row r = token * num_heads + head); warp w of either warpgroup owns rows 16w..16w+15.
+//  - QK^T over the ckv + kpe dims: with QK_SHARD the two warpgroups take one half of the KV
+//    tile's columns each and exchange row maxima and P through shared memory; without it
+//    both compute the whole (small) tile.
+//  - PV: the value is the ckv row itself; warpgroup g produces output dims
+//    [g * CKV / 2, (g + 1) * CKV / 2), so each thread keeps only half of O in registers.
+//  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache.
+// The host contract (work items, merge records, phases) is in mla_params.cuh.
+#pragma once
+#include "grid_barrier.cuh"
+#include "mla_merge.cuh"
+#include "mla_params.cuh"
+#include "ptx_cp_async.cuh"
+#include "ptx_dtype.cuh"
+#include "ptx_math.cuh"
+#include "ptx_mma.cuh"
+#include "smem_swizzle.cuh"
+
+namespace mlajit_kernel {
+
+template <typename DType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE, bool CAUSAL, int NUM_STAGES,
+          int KV_TILE, bool QK_SHARD, int Q_TILE>
+struct MlaConfig {
+  using DType = DType_;
+  static constexpr int kHeadDimCkv = HEAD_DIM_CKV;
+  static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
+  static constexpr bool kCausal = CAUSAL;
+  static constexpr int kStages = NUM_STAGES;
+  static constexpr int kKvTile = KV_TILE;
+  static constexpr bool kQkShard = QK_SHARD;
+  static constexpr int kQTile = Q_TILE;
+
+  static constexpr int kThreads = 256;
+  static constexpr int kWarpsPerGroup = 4;
+  static constexpr int kGroups = 2;
+
+  // Rows of 16-byte chunks (8 elements each).
+  static constexpr int kCkvChunks = HEAD_DIM_CKV / 8;
+  static constexpr int kKpeChunks = HEAD_DIM_KPE / 8;
+  static constexpr int kPChunks = KV_TILE / 8;
+
+  // QK: a warp computes 16 rows x kQkCols columns, as kQkBlocks 16x16 blocks.
+  static constexpr int kQkCols = QK_SHARD ? KV_TILE / kGroups : KV_TILE;
+  static constexpr int kQkBlocks = kQkCols / 16;
+  // PV: a warp accumulates 16 rows x kOutDims dims, as kPvDimBlocks 16x16 blocks.
+  static constexpr int kOutDims = HEAD_DIM_CKV / kGroups;
+  static constexpr int kPvDimBlocks = kOutDims / 16;
+
+  // Loaders: 8 lanes cover 128 contiguous bytes of one row; 32 rows per pass of the block.
+  static constexpr int kLanesPerRow = 8;
+  static constexpr int kRowsPerPass = kThreads / kLanesPerRow;
+  static constexpr int kQPasses = Q_TILE / kRowsPerPass;
+  static constexpr int kKvPasses = (KV_TILE + kRowsPerPass - 1) / kRowsPerPass;
+  static constexpr int kCkvChunksPerLane = kCkvChunks / kLanesPerRow;
+  static constexpr int kKpeChunksPerLane = (kKpeChunks + kLanesPerRow - 1) / kLanesPerRow;
+
+  // The kpe tile of a stage is reused for the P tile (Q_TILE x KV_TILE) once QK is done.
+  static constexpr int kKpePElems = KV_TILE * (HEAD_DIM_KPE > Q_TILE ? HEAD_DIM_KPE : Q_TILE);
+
+  static_assert(Q_TILE == 16 * kWarpsPerGroup, "each warp of a warpgroup owns 16 query rows");
+  static_assert(KV_TILE % (QK_SHARD ? 32 : 16) == 0, "KV tile must split into 16-token blocks");
+  static_assert(HEAD_DIM_CKV % (16 * kLanesPerRow) == 0 && HEAD_DIM_KPE % 16 == 0,
+                "head dims must be multiples of 128 (ckv) and 16 (kpe)");
+  static_assert(NUM_STAGES >= 1, "at least one KV stage");
+
+  struct SharedStorage {
+    union {
+      struct {
+        DType q_nope[Q_TILE * HEAD_DIM_CKV];
+        DType q_pe[Q_TILE * HEAD_DIM_KPE];
+        DType ckv[NUM_STAGES][KV_TILE * HEAD_DIM_CKV];
+        DType kpe_p[NUM_STAGES][kKpePElems];
+        float row_exchange[kGroups][Q_TILE];  // per-warpgroup row max, later row sum
+      } attn;
+      DType o[Q_TILE * HEAD_DIM_CKV];  // output staging for coalesced stores
+    };
+  };
+  static constexpr int kSmemBytes = Q_TILE * (HEAD_DIM_CKV + HEAD_DIM_KPE) * 2 +
+                                    NUM_STAGES * KV_TILE * HEAD_DIM_CKV * 2 + NUM_STAGES * kKpePElems * 2 +
+                                    kGroups * Q_TILE * 4;
+  static_assert(sizeof(SharedStorage) == kSmemBytes, "shared storage layout is the host's formula");
+#ifdef MLAJIT_EXPECTED_SMEM_BYTES
+  static_assert(sizeof(SharedStorage) == MLAJIT_EXPECTED_SMEM_BYTES,
+                "the host computed a different shared-memory size for this configuration");
+#endif
+};
+
+// Shared-memory addresses of the storage's regions (32-bit shared window).
+template <typename C>
+struct SmemMap {
+  uint32_t q_nope, q_pe, ckv0, kpe_p0, o;
+  float* row_exchange;
+
+  __device__ __forceinline__ static SmemMap make(typename C::SharedStorage& s) {
+    SmemMap m;
+    m.q_nope = smem_address(s.attn.q_nope);
+    m.q_pe = smem_address(s.attn.q_pe);
+    m.ckv0 = smem_address(s.attn.ckv[0]);
+    m.kpe_p0 = smem_address(s.attn.kpe_p[0]);
+    m.o = smem_address(s.o);
+    m.row_exchange = &s.attn.row_exchange[0][0];
+    return m;
+  }
+  __device__ __forceinline__ uint32_t ckv(int stage) const {
+    return ckv0 + stage * (C::kKvTile * C::kHeadDimCkv * 2);
+  }
+  __device__ __forceinline__ uint32_t kpe_p(int stage) const {
+    return kpe_p0 + stage * (C::kKpePElems * 2);
+  }
+};
+
+struct ThreadRole {
+  int tid, lane, warp, group;  // warp: index within the warpgroup
+
+  __device__ __forceinline__ static ThreadRole make() {
+    ThreadRole r;
+    r.tid = threadIdx.x;
+    r.lane = r.tid & 31;
+    r.warp = (r.tid >> 5) & 3;
+    r.group = r.tid >> 7;
+    return r;
+  }
+  // Local query rows of this thread's accumulator rows j = 0, 1.
+  __device__ __forceinline__ int acc_row(int j) const { return warp * 16 + (lane >> 2) + 8 * j; }
+};
+
+// What one CTA does for one work item, derived once.
+struct TileContext {
+  int32_t q_token_base, q_len, kv_page_base, kv_len;
+  int32_t row0;          // packed row of local row 0
+  int32_t rows;          // valid local rows
+  int32_t kv_start;      // first token of the chunk
+  int32_t kv_stop;       // one past the last token any row of the tile sees
+  int32_t num_tiles;     // KV tiles in [kv_start, kv_stop)
+  int32_t unmasked_end;  // tokens below this are visible to every row: no mask needed
+  int32_t partial_row;
+  int32_t row_limit[2];  // this thread's accumulator rows see tokens < row_limit[j]
+};
+
+template <typename C>
+__device__ __forceinline__ TileContext make_context(const MlaParams& p, const MlaWorkItem& item,
+                                                    const ThreadRole& role) {
+  TileContext t;
+  const int32_t H = p.num_heads;
+  t.q_token_base = item.q_token_base;
+  t.q_len = item.q_len;
+  t.kv_page_base = item.kv_page_base;
+  t.kv_len = item.kv_len;
+  t.row0 = item.packed_q_start + blockIdx.x * C::kQTile;
+  t.rows = min(C::kQTile, item.q_len * H - t.row0);
+  t.kv_start = item.kv_start;
+  t.partial_row = item.partial_row;
+  // Causal, bottom-right aligned: query token i sees tokens t <= kv_len - q_len + i.
+  const int32_t shift = item.kv_len - item.q_len + 1;
+  const int32_t last_token = (t.row0 + max(t.rows, 1) - 1) / H;
+  t.kv_stop = C::kCausal ? min(item.kv_end, shift + last_token) : item.kv_end;
+  t.unmasked_end = C::kCausal ? min(item.kv_end, shift + t.row0 / H) : item.kv_end;
+  t.num_tiles = t.kv_stop > t.kv_start ? (t.kv_stop - t.kv_start + C::kKvTile - 1) / C::kKvTile : 0;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int32_t token = (t.row0 + role.acc_row(j)) / H;
+    t.row_limit[j] = C::kCausal ? min(item.kv_end, shift + token) : item.kv_end;
+  }
+  return t;
+}
+
+// Online-softmax state of this thread's two accumulator rows and its half of O.
+template <typename C>
+struct SoftmaxState {
+  float o[C::kPvDimBlocks][8];
+  float m[2];  // running row max of the raw scores (unscaled)
+  float d[2];  // this thread's share of the running row sum
+
+  __device__ __forceinline__ void init() {
+#pragma unroll
+    for (int b = 0; b < C::kPvDimBlocks; ++b)
+#pragma unroll
+      for (int r = 0; r < 8; ++r) o[b][r] = 0.f;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      m[j] = neg_inf();
+      d[j] = 0.f;
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Stage: load_q. 64 packed rows of q_nope and q_pe into swizzled shared memory; rows past
+// the request's end are zero-filled.
+template <typename C>
+__device__ __forceinline__ void load_q(const MlaParams& p, const SmemMap<C>& sm,
+                                       const TileContext& t, const ThreadRole& role) {
+  using DType = typename C::DType;
+  const int lane8 = role.tid % C::kLanesPerRow;
+#pragma unroll
+  for (int pass = 0; pass < C::kQPasses; ++pass) {
+    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    const bool valid = row < t.rows;
+    const int32_t packed = t.row0 + (valid ? row : 0);
+    const int32_t token = t.q_token_base + packed / p.num_heads;
+    const int32_t head = packed % p.num_heads;
+    const DType* nope = static_cast<const DType*>(p.q_nope) + token * p.q_nope_stride_token +
+                        head * p.q_nope_stride_head;
+    const DType* pe =
+        static_cast<const DType*>(p.q_pe) + token * p.q_pe_stride_token + head * p.q_pe_stride_head;
+#pragma unroll
+    for (int k = 0; k < C::kCkvChunksPerLane; ++k) {
+      const int chunk = lane8 + k * C::kLanesPerRow;
+      cp_async_16(sm.q_nope + Swizzle<C::kCkvChunks>::byte_offset(row, chunk), nope + chunk * 8,
+                  valid);
+    }
+#pragma unroll
+    for (int k = 0; k < C::kKpeChunksPerLane; ++k) {
+      const int chunk = lane8 + k * C::kLanesPerRow;
+      if (chunk < C::kKpeChunks) {
+        cp_async_16(sm.q_pe + Swizzle<C::kKpeChunks>::byte_offset(row, chunk), pe + chunk * 8,
+                    valid);
+      }
+    }
+  }
+}
+
+// Stage: load_kv. KV tile `tile` (tokens kv_start + tile * KV_TILE ...) into stage `stage`.
+// Token t of the request is slot t % page_size of page kv_indices[kv_page_base + t / page_size];
+// offsets are 64-bit since page * stride_page exceeds 2^31 on large pools.
+template <typename C>
+__device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm,
+                                        const TileContext& t, const ThreadRole& role, int tile,
+                                        int stage) {
+  using DType = typename C::DType;
+  const int lane8 = role.tid % C::kLanesPerRow;
+  const uint32_t ckv_dst = sm.ckv(stage);
+  const uint32_t kpe_dst = sm.kpe_p(stage);
+#pragma unroll
+  for (int pass = 0; pass < C::kKvPasses; ++pass) {
+    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    if (C::kKvTile % C::kRowsPerPass == 0 || row < C::kKvTile) {
+      const int32_t token = t.kv_start + tile * C::kKvTile + row;
+      const bool valid = token < t.kv_stop;
+      int64_t page = 0;
+      int32_t slot = 0;
+      if (valid) {
+        page = p.kv_indices[t.kv_page_base + token / p.page_size];
+        slot = token % p.page_size;
+      }
+      const DType* ckv = static_cast<const DType*>(p.ckv) + page * p.ckv_stride_page +
+                         slot * p.ckv_stride_token;
+      const DType* kpe = static_cast<const DType*>(p.kpe) + page * p.kpe_stride_page +
+                         slot * p.kpe_stride_token;
+#pragma unroll
+      for (int k = 0; k < C::kCkvChunksPerLane; ++k) {
+        const int chunk = lane8 + k * C::kLanesPerRow;
+        cp_async_16(ckv_dst + Swizzle<C::kCkvChunks>::byte_offset(row, chunk), ckv + chunk * 8,
+                    valid);
+      }
+#pragma unroll
+      for (int k = 0; k < C::kKpeChunksPerLane; ++k) {
+        const int chunk = lane8 + k * C::kLanesPerRow;
+        if (chunk < C::kKpeChunks) {
+          cp_async_16(kpe_dst + Swizzle<C::kKpeChunks>::byte_offset(row, chunk), kpe + chunk * 8,
+                      valid);
+        }
+      }
+    }
+  }
+}
+
+// Keeps the pipeline NUM_STAGES - 1 tiles ahead and returns once tile `tile` is in shared
+// memory for every thread. With one stage there is nothing to overlap: the single buffer is
+// refilled after everyone has finished with it.
+template <typename C>
+__device__ __forceinline__ void advance_pipeline(const MlaParams& p, const SmemMap<C>& sm,
+                                                 const TileContext& t, const ThreadRole& role,
+                                                 int tile) {
+  if constexpr (C::kStages == 1) {
+    __syncthreads();
+    load_kv<C>(p, sm, t, role, tile, 0);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+  } else {
+    cp_async_wait<C::kStages - 2>();
+    __syncthreads();  // tile visible to all; the stage refilled below is no longer read
+    const int ahead = tile + C::kStages - 1;
+    if (ahead < t.num_tiles) load_kv<C>(p, sm, t, role, ahead, ahead % C::kStages);
+    cp_async_commit();  // possibly empty: keeps the group count uniform
+  }
+}
+
+// Byte offsets, within one swizzled operand, of the ldmatrix rows a lane supplies for the
+// first swizzle period of k-steps (2 chunks each); later periods add a constant.
+template <int ROW_CHUNKS>
+struct FragmentAddress {
+  static constexpr int kSteps = Swizzle<ROW_CHUNKS>::kPeriod / 2;
+  uint32_t at[kSteps];
+
+  __device__ __forceinline__ FragmentAddress(int row, int chunk_select) {
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) at[s] = Swizzle<ROW_CHUNKS>::byte_offset(row, 2 * s + chunk_select);
+  }
+  // Offset of k-step `step` (chunks 2 * step, 2 * step + 1).
+  __device__ __forceinline__ uint32_t step(int step) const {
+    return at[step % kSteps] + (step / kSteps) * (kSteps * 2 * 16);
+  }
+};
+
+// s += Q[16 rows of this warp] . K[kQkBlocks x 16 tokens]^T over one operand pair
+// (q_pe / kpe or q_nope / ckv), ROW_CHUNKS 16-byte chunks per row.
+template <typename C, int ROW_CHUNKS>
+__device__ __forceinline__ void accumulate_qk(float (&s)[C::kQkBlocks][8], uint32_t q_base,
+                                              uint32_t k_base, const ThreadRole& role) {
+  using DType = typename C::DType;
+  const FragmentAddress<ROW_CHUNKS> q_addr(role.warp * 16 + role.lane % 16, role.lane / 16);
+  const int k_col0 = C::kQkShard ? role.group * C::kQkCols : 0;
+  const FragmentAddress<ROW_CHUNKS> k_addr(k_col0 + 8 * (role.lane / 16) + role.lane % 8,
+                                           (role.lane % 16) / 8);
+#pragma unroll
+  for (int step = 0; step < ROW_CHUNKS / 2; ++step) {
+    uint32_t a[4];
+    ldmatrix_x4(a, q_base + q_addr.step(step));
+#pragma unroll
+    for (int b = 0; b < C::kQkBlocks; ++b) {
+      uint32_t k[4];
+      ldmatrix_x4(k, k_base + k_addr.step(step) + b * 16 * ROW_CHUNKS * 16);
+      mma_16x16x16<DType>(s[b], a, k);
+    }
+  }
+}
+
+// Stage: compute_qk. Raw scores of this warp's 16 rows against its share of the KV tile.
+template <typename C>
+__device__ __forceinline__ void compute_qk(float (&s)[C::kQkBlocks][8], const SmemMap<C>& sm,
+                                           int stage, const ThreadRole& role) {
+#pragma unroll
+  for (int b = 0; b < C::kQkBlocks; ++b)
+#pragma unroll
+    for (int r = 0; r < 8; ++r) s[b][r] = 0.f;
+  accumulate_qk<C, C::kKpeChunks>(s, sm.q_pe, sm.kpe_p(stage), role);
+  accumulate_qk<C, C::kCkvChunks>(s, sm.q_nope, sm.ckv(stage), role);
+}
+
+// Scores of tokens a row may not see (past the chunk, or in its causal future) become -inf.
+template <typename C>
+__device__ __forceinline__ void mask_scores(float (&s)[C::kQkBlocks][8], const TileContext& t,
+                                            int tile, const ThreadRole& role) {
+  const int32_t col0 = t.kv_start + tile * C::kKvTile +
+                       (C::kQkShard ? role.group * C::kQkCols : 0) + 2 * (role.lane % 4);
+#pragma unroll
+  for (int b = 0; b < C::kQkBlocks; ++b)
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      const int32_t token = col0 + 16 * b + 8 * (r / 4) + (r % 2);
+      if (token >= t.row_limit[(r % 4) / 2]) s[b][r] = neg_inf();
+    }
+}
+
+// Stage: update_softmax_state. New row maxima (shared across warpgroups when sharded),
+// rescale of O and the row sums, and s turned into unnormalised probabilities 2^(s*c - m*c).
+template <typename C>
+__device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8],
+                                                     SoftmaxState<C>& st, const SmemMap<C>& sm,
+                                                     float scale_log2, const ThreadRole& role) {
+  float m_tile[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    float mx = st.m[j];
+#pragma unroll
+    for (int b = 0; b < C::kQkBlocks; ++b)
+      mx = fmaxf(mx, fmaxf(fmaxf(s[b][2 * j], s[b][2 * j + 1]), fmaxf(s[b][2 * j + 4], s[b][2 * j + 5])));
+    m_tile[j] = quad_max(mx);
+  }
+  if constexpr (C::kQkShard) {
+    if (role.lane % 4 == 0) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = m_tile[j];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      m_tile[j] = fmaxf(sm.row_exchange[role.acc_row(j)], sm.row_exchange[C::kQTile + role.acc_row(j)]);
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    // A row that has seen nothing yet keeps m = -inf; use 0 as the base so that
+    // 2^(-inf - base) = 0 rather than 2^(-inf + inf) = NaN.
+    const float base = m_tile[j] == neg_inf() ? 0.f : m_tile[j] * scale_log2;
+    const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
+    st.m[j] = m_tile[j];
+    st.d[j] *= rescale;
+#pragma unroll
+    for (int b = 0; b < C::kPvDimBlocks; ++b) {
+      st.o[b][2 * j] *= rescale;
+      st.o[b][2 * j + 1] *= rescale;
+      st.o[b][2 * j + 4] *= rescale;
+      st.o[b][2 * j + 5] *= rescale;
+    }
+#pragma unroll
+    for (int b = 0; b < C::kQkBlocks; ++b) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        s[b][2 * j + r] = fast_exp2(s[b][2 * j + r] * scale_log2 - base);
+        s[b][2 * j + 4 + r] = fast_exp2(s[b][2 * j + 4 + r] * scale_log2 - base);
+        st.d[j] += s[b][2 * j + r] + s[b][2 * j + 4 + r];
+      }
+    }
+  }
+}
+
+// o += P(16 rows x 16 tokens, fragment p) . ckv[kv_row0 .. +16, this warpgroup's dims].
+template <typename C>
+__device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C>& st, const uint32_t (&p)[4],
+                                                    uint32_t v_base, int kv_row0,
+                                                    const FragmentAddress<C::kCkvChunks>& v_addr) {
+  using DType = typename C::DType;
+  const uint32_t block_base = v_base + kv_row0 * (C::kCkvChunks * 16);
+#pragma unroll
+  for (int b = 0; b < C::kPvDimBlocks; ++b) {
+    uint32_t v[4];
+    ldmatrix_x4_trans(v, block_base + v_addr.step(b));
+    mma_16x16x16<DType>(st.o[b], p, v);
+  }
+}
+
+// Stage: compute_pv. With QK_SHARD the other warpgroup's probabilities come through shared
+// memory (the stage's kpe buffer, free once both warpgroups are past the row-max exchange).
+template <typename C>
+__device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], SoftmaxState<C>& st,
+                                           const SmemMap<C>& sm, int stage, const ThreadRole& role) {
+  using DType = typename C::DType;
+  using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
+  const uint32_t v_base = sm.ckv(stage);
+  // ldmatrix.trans rows are tokens, chunks this warpgroup's output dims.
+  const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                              role.group * (C::kCkvChunks / 2) + role.lane / 16);
+  const int own_col0 = C::kQkShard ? role.group * C::kQkCols : 0;
+  uint32_t p[C::kQkBlocks][4];
+#pragma unroll
+  for (int b = 0; b < C::kQkBlocks; ++b) pack_fragment<DType>(p[b], s[b]);
+  if constexpr (C::kQkShard) {
+    const uint32_t p_base = sm.kpe_p(stage);
+    const int prow = role.warp * 16 + role.lane % 16;
+#pragma unroll
+    for (int b = 0; b < C::kQkBlocks; ++b)
+      stmatrix_x4(p_base + PSwizzle::byte_offset(prow, (own_col0 + 16 * b) / 8 + role.lane / 16), p[b]);
+  }
+#pragma unroll
+  for (int b = 0; b < C::kQkBlocks; ++b) accumulate_pv_block<C>(st, p[b], v_base, own_col0 + 16 * b, v_addr);
+  if constexpr (C::kQkShard) {
+    __syncthreads();  // the other warpgroup's P is in shared memory
+    const uint32_t p_base = sm.kpe_p(stage);
+    const int other_col0 = (1 - role.group) * C::kQkCols;
+    const int prow = role.warp * 16 + role.lane % 16;
+#pragma unroll
+    for (int b = 0; b < C::kQkBlocks; ++b) {
+      uint32_t q[4];
+      ldmatrix_x4(q, p_base + PSwizzle::byte_offset(prow, (other_col0 + 16 * b) / 8 + role.lane / 16));
+      accumulate_pv_block<C>(st, q, v_base, other_col0 + 16 * b, v_addr);
+    }
+  }
+}
+
+// Stage: normalize. Completes the row sums (quad, then across warpgroups), scales O by 1/d
+// and returns the base-2 LSE of each accumulator row (-inf for rows that saw nothing).
+template <typename C>
+__device__ __forceinline__ void normalize(SoftmaxState<C>& st, const SmemMap<C>& sm,
+                                          float scale_log2, float (&lse)[2], const ThreadRole& role) {
+  float d[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) d[j] = quad_sum(st.d[j]);
+  if constexpr (C::kQkShard) {
+    // The last reads of the max exchange are separated from these writes by compute_pv's barrier.
+    if (role.lane % 4 == 0) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = d[j];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      d[j] = sm.row_exchange[role.acc_row(j)] + sm.row_exchange[C::kQTile + role.acc_row(j)];
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const bool empty = st.m[j] == neg_inf() || !(d[j] > 0.f);
+    const float inv = empty ? 0.f : 1.f / d[j];
+    lse[j] = empty ? neg_inf() : st.m[j] * scale_log2 + fast_log2(d[j]);
+#pragma unroll
+    for (int b = 0; b < C::kPvDimBlocks; ++b) {
+      st.o[b][2 * j] *= inv;
+      st.o[b][2 * j + 1] *= inv;
+      st.o[b][2 * j + 4] *= inv;
+      st.o[b][2 * j + 5] *= inv;
+    }
+  }
+}
+
+// Stage: write_output. O goes through shared memory so that global stores are whole 128-byte
+// rows; the final output or the partial buffer, and the LSE (written by warpgroup 0).
+template <typename C>
+__device__ __forceinline__ void write_output(const MlaParams& p, SoftmaxState<C>& st,
+                                             const float (&lse)[2], const SmemMap<C>& sm,
+                                             const TileContext& t, const ThreadRole& role) {
+  using DType = typename C::DType;
+  using OSwizzle = Swizzle<C::kCkvChunks>;
+  __syncthreads();  // everyone is done with Q / KV, which the staging area overlays
+  const int orow = role.warp * 16 + role.lane % 16;
+#pragma unroll
+  for (int b = 0; b < C::kPvDimBlocks; ++b) {
+    uint32_t packed[4];
+    pack_fragment<DType>(packed, st.o[b]);
+    stmatrix_x4(sm.o + OSwizzle::byte_offset(orow, role.group * (C::kCkvChunks / 2) + 2 * b + role.lane / 16),
+                packed);
+  }
+  const bool partial = t.partial_row >= 0;
+  const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kQTile;
+  if (role.group == 0 && role.lane % 4 == 0) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int row = role.acc_row(j);
+      if (row < t.rows) {
+        if (partial) {
+          p.partial_lse[partial_row0 + row] = lse[j];
+        } else {
+          write_final_lse(p, t.q_token_base, t.row0 + row, lse[j]);
+        }
+      }
+    }
+  }
+  __syncthreads();
+  const int lane8 = role.tid % C::kLanesPerRow;
+#pragma unroll
+  for (int pass = 0; pass < C::kQPasses; ++pass) {
+    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    if (row < t.rows) {
+      DType* dst = partial ? static_cast<DType*>(p.partial_o) +
+                                 static_cast<int64_t>(partial_row0 + row) * C::kHeadDimCkv
+                           : static_cast<DType*>(p.out) + final_row_offset(p, t.q_token_base, t.row0 + row);
+#pragma unroll
+      for (int k = 0; k < C::kCkvChunksPerLane; ++k) {
+        const int chunk = lane8 + k * C::kLanesPerRow;
+        Chunk16 v;
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+                     : "r"(sm.o + OSwizzle::byte_offset(row, chunk)));
+        *reinterpret_cast<Chunk16*>(dst + chunk * 8) = v;
+      }
+    }
+  }
+}
+
+// One work item: this CTA's 64 rows of a query tile against one KV chunk.
+template <typename C>
+__device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>& sm,
+                                            const MlaWorkItem& item, const ThreadRole& role) {
+  const TileContext t = make_context<C>(p, item, role);
+  if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
+  SoftmaxState<C> st;
+  st.init();
+  __syncthreads();  // the previous item's output staging has been read
+  if (t.num_tiles > 0) {
+    load_q<C>(p, sm, t, role);  // joins the first KV tile's cp.async group
+#pragma unroll
+    for (int tile = 0; tile < C::kStages - 1; ++tile) {
+      if (tile < t.num_tiles) load_kv<C>(p, sm, t, role, tile, tile);
+      cp_async_commit();
+    }
+  }
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    advance_pipeline<C>(p, sm, t, role, tile);
+    const int stage = tile % C::kStages;
+    float s[C::kQkBlocks][8];
+    compute_qk<C>(s, sm, stage, role);
+    if (t.kv_start + (tile + 1) * C::kKvTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
+    update_softmax_state<C>(s, st, sm, p.sm_scale_log2, role);
+    compute_pv<C>(s, st, sm, stage, role);
+  }
+  cp_async_wait<0>();
+  float lse[2];
+  normalize<C>(st, sm, p.sm_scale_log2, lse, role);
+  write_output<C>(p, st, lse, sm, t, role);
+}
+
+template <typename Config>
+__global__ void __launch_bounds__(256, 1) mla_fa2_kernel(const __grid_constant__ MlaParams params) {
+  extern __shared__ __align__(128) unsigned char mla_smem[];
+  auto& storage = *reinterpret_cast<typename Config::SharedStorage*>(mla_smem);
+  const ThreadRole role = ThreadRole::make();
+  if (params.phase != 2) {
+    const SmemMap<Config> sm = SmemMap<Config>::make(storage);
+    const int32_t first = params.work_indptr[blockIdx.y];
+    const int32_t last = params.work_indptr[blockIdx.y + 1];
+#pragma unroll 1
+    for (int32_t w = first; w < last; ++w) attend_tile<Config>(params, sm, params.work_items[w], role);
+  }
+  if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
+  if (params.phase != 1) {
+    merge_partials<typename Config::DType, Config::kHeadDimCkv, Config::kThreads>(params);
+  }
+}
+
+}  // namespace mlajit_kernel
