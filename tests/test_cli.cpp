@@ -623,7 +623,8 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   const CliRun list = run_cli("list --json --cache-dir " + shell_quote(out.path()), cache.path());
   REQUIRE(list.exit_code == 0);
   std::set<std::string> listed, built;
-  for (const auto& entry : parse_json(list.out)["entries"].items) {
+  const JsonValue listing = parse_json(list.out);
+  for (const auto& entry : listing["entries"].items) {
     CHECK(entry["verifies"].boolean);
     listed.insert(entry["spec"].text);
   }
