@@ -347,7 +347,7 @@ TEST_CASE("one decode request with 16 heads on one CTA is one unsplit tile") {
   CHECK(plan.partial_rows == 0);
   CHECK(plan.work_indptr == std::vector<int32_t>{0, 1});
   CHECK(plan.merge_indptr == std::vector<int32_t>{0, 0});
-  CHECK(plan.cta_cost == std::vector<int64_t>{1000 + 2 * 64});
+  CHECK(plan.cta_cost == std::vector<int64_t>{1000 + plan::kItemOverheadTokens});
 }
 
 TEST_CASE("decode with 16 heads uses one CTA per tile, with 128 heads two") {
@@ -398,7 +398,7 @@ TEST_CASE("a tile split in two chunks gets two partial row blocks and merge reco
   CHECK(plan.work_items[1].kv_end == 1024);
   CHECK(plan.work_items[1].partial_row == 64);
   CHECK(plan.partial_rows == 128);
-  CHECK(plan.cta_cost == std::vector<int64_t>{512 + 128, 512 + 128});
+  CHECK(plan.cta_cost == std::vector<int64_t>{512 + plan::kItemOverheadTokens, 512 + plan::kItemOverheadTokens});
   // 16 valid rows -> two 8-row pieces, one per CTA.
   REQUIRE(plan.merge_records.size() == 2);
   CHECK(plan.merge_indptr == std::vector<int32_t>{0, 1, 2});

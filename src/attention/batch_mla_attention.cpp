@@ -66,7 +66,7 @@ struct BatchMlaAttention::Impl {
   std::shared_ptr<const jit::LoadedKernel> kernel;
   int max_ctas = 0;          // co-resident CTAs: occupancy x SMs
   bool two_launch = false;   // the non-cooperative fallback
-  MlaWorkspace workspace;
+  std::unique_ptr<MlaWorkspace> workspace;
   plan::Plan current_plan;
   bool planned = false;
   int64_t planned_tokens = 0;
@@ -110,7 +110,8 @@ BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& op
   s.spec = make_spec(shape, profile, options);
   s.kernel = jit::KernelRegistry::instance().load(s.spec, s.device);
   s.choose_launch_path();
-  if (options.workspace_bytes > 0) s.workspace.reserve(options.workspace_bytes);
+  s.workspace = std::make_unique<MlaWorkspace>(s.max_ctas, shape.head_dim_ckv, dtype_size(shape.dtype));
+  if (options.workspace_bytes > 0) s.workspace->reserve(options.workspace_bytes);
   logger("mlajit.attention")
       ->debug("BatchMlaAttention on device {} ({}): {} , {} co-resident CTAs, {}", s.device,
               s.device_info.name, s.spec.text(), s.max_ctas,
@@ -143,8 +144,7 @@ void BatchMlaAttention::plan(const MlaBatch& batch, void* stream) {
   if (s.options.validate_kv_indices) validate_kv_indices(batch);
 
   driver::set_current_device(s.device);
-  s.workspace.upload(new_plan, s.shape.head_dim_ckv, dtype_size(s.shape.dtype),
-                     static_cast<CUstream>(stream));
+  s.workspace->upload(new_plan, static_cast<CUstream>(stream));
   s.current_plan = std::move(new_plan);
   s.planned_tokens = batch.batch_size > 0 ? batch.qo_indptr[batch.batch_size] : 0;
   s.planned = true;
@@ -197,7 +197,7 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
                             "context: pass a stream created on device {}",
                             stream, s.device, s.device));
   }
-  mlajit_kernel::MlaParams params = make_kernel_params(s.shape, s.options, s.workspace, args);
+  mlajit_kernel::MlaParams params = make_kernel_params(s.shape, s.options, *s.workspace, args);
   const plan::Plan& plan = s.current_plan;
   if (plan.work_items.empty()) return;  // nothing to compute (no query tokens)
 

@@ -1,6 +1,8 @@
 #include "attention/mla_reference.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -130,33 +132,47 @@ void attend_row(const MlaReferenceProblem& p, const float* q_nope, const float* 
   *lse = max_score + std::log2(sum);
 }
 
+// Computes every head of one query token; tokens are independent, so threads share them.
+void attend_token(const MlaReferenceProblem& p, size_t b, int64_t i, MlaReferenceResult* result) {
+  const int heads = p.num_heads, ckv = p.head_dim_ckv, kpe = p.head_dim_kpe;
+  const int64_t q_len = p.qo_indptr[b + 1] - p.qo_indptr[b];
+  const int64_t kv_len = p.kv_len[b];
+  // Bottom-right causal alignment: query i sees tokens t <= kv_len - q_len + i.
+  const int64_t visible = p.causal ? std::clamp<int64_t>(kv_len - q_len + i + 1, 0, kv_len) : kv_len;
+  std::vector<int64_t> rows(static_cast<size_t>(visible));
+  for (int64_t t = 0; t < visible; ++t) rows[t] = kv_row(p, static_cast<int>(b), t);
+  const int64_t token = p.qo_indptr[b] + i;
+  for (int h = 0; h < heads; ++h) {
+    const int64_t row = token * heads + h;
+    attend_row(p, &p.q_nope[row * ckv], &p.q_pe[row * kpe], rows, &result->out[row * ckv],
+               &result->lse[row]);
+  }
+}
+
 }  // namespace
 
 MlaReferenceResult mla_reference(const MlaReferenceProblem& p) {
   validate(p);
-  const int heads = p.num_heads, ckv = p.head_dim_ckv, kpe = p.head_dim_kpe;
   const int64_t tokens = p.qo_indptr.back();
   MlaReferenceResult result;
-  result.out.assign(static_cast<size_t>(tokens * heads * ckv), 0.0);
-  result.lse.assign(static_cast<size_t>(tokens * heads), 0.0);
-  std::vector<int64_t> rows;
+  result.out.assign(static_cast<size_t>(tokens * p.num_heads * p.head_dim_ckv), 0.0);
+  result.lse.assign(static_cast<size_t>(tokens * p.num_heads), 0.0);
+  std::vector<std::pair<size_t, int64_t>> work;  // (request, query index)
   for (size_t b = 0; b + 1 < p.qo_indptr.size(); ++b) {
-    const int64_t q_len = p.qo_indptr[b + 1] - p.qo_indptr[b];
-    const int64_t kv_len = p.kv_len[b];
-    for (int64_t i = 0; i < q_len; ++i) {
-      // Bottom-right causal alignment: query i sees tokens t <= kv_len - q_len + i.
-      const int64_t visible =
-          p.causal ? std::clamp<int64_t>(kv_len - q_len + i + 1, 0, kv_len) : kv_len;
-      rows.resize(static_cast<size_t>(visible));
-      for (int64_t t = 0; t < visible; ++t) rows[t] = kv_row(p, static_cast<int>(b), t);
-      const int64_t token = p.qo_indptr[b] + i;
-      for (int h = 0; h < heads; ++h) {
-        const int64_t row = token * heads + h;
-        attend_row(p, &p.q_nope[row * ckv], &p.q_pe[row * kpe], rows, &result.out[row * ckv],
-                   &result.lse[row]);
-      }
-    }
+    for (int64_t i = 0; i < p.qo_indptr[b + 1] - p.qo_indptr[b]; ++i) work.emplace_back(b, i);
   }
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t w; (w = next.fetch_add(1)) < work.size();) {
+      attend_token(p, work[w].first, work[w].second, &result);
+    }
+  };
+  const unsigned threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), work.size());
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
   return result;
 }
 

@@ -1,55 +1,124 @@
 #include "attention/mla_workspace.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/logging.h"
+#include "mlajit/error.h"
 
 namespace mlajit {
 namespace {
+
+constexpr size_t kBarrierBytes = 256;  // the grid barrier's 2 words, padded
 
 size_t align_up(size_t value, size_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
+template <typename T>
+void copy_array(void* base, size_t offset, const std::vector<T>& values) {
+  if (!values.empty()) std::memcpy(static_cast<char*>(base) + offset, values.data(), values.size() * sizeof(T));
+}
+
 }  // namespace
 
-void MlaWorkspace::reserve(uint64_t bytes) { ensure_device_bytes(static_cast<size_t>(bytes)); }
+MlaWorkspace::MlaWorkspace(int max_ctas, int head_dim_ckv, int o_dtype_bytes)
+    : max_ctas_(max_ctas), row_bytes_(head_dim_ckv * o_dtype_bytes) {}
 
-void MlaWorkspace::ensure_device_bytes(size_t bytes) {
-  if (device_.size() >= bytes) return;
+MlaWorkspace::Layout MlaWorkspace::layout_for(const Capacity& capacity) const {
+  // The plan arrays, relative to the start of the plan region (the pinned buffer mirrors it).
+  Layout l;
+  const size_t indptr_bytes = (static_cast<size_t>(max_ctas_) + 1) * sizeof(int32_t);
+  l.work_indptr = 0;
+  l.merge_indptr = align_up(l.work_indptr + indptr_bytes, 256);
+  l.work_items = align_up(l.merge_indptr + indptr_bytes, 256);
+  l.merge_records = align_up(l.work_items + capacity.work_items * sizeof(mlajit_kernel::MlaWorkItem), 256);
+  l.plan_end = align_up(l.merge_records + capacity.merge_records * sizeof(mlajit_kernel::MlaMergeRecord), 256);
+  // Device-only parts follow the plan region, which itself follows the barrier words.
+  l.partial_lse = align_up(kBarrierBytes + l.plan_end, 256);
+  l.partial_o = align_up(l.partial_lse + capacity.partial_rows * sizeof(float), 256);
+  l.total = l.partial_o + capacity.partial_rows * row_bytes_;
+  return l;
+}
+
+void MlaWorkspace::allocate(const Capacity& capacity) {
+  const Layout layout = layout_for(capacity);
   if (device_.size() > 0) {
     logger("mlajit.attention")
         ->info("workspace grows from {} to {} bytes: CUDA graphs captured before now hold the "
                "old address and must be captured again (reserve MlaOptions::workspace_bytes)",
-               device_.size(), bytes);
+               device_.size(), layout.total);
   }
+  if (copy_done_) copy_done_->synchronize();  // the old pinned buffer may still be in a copy
   device_ = driver::DeviceBuffer();  // free first: the old and new need not both fit
-  device_ = driver::DeviceBuffer(bytes);
+  device_ = driver::DeviceBuffer(layout.total);
   // The grid barrier relies on zeroed words; it keeps them consistent from then on.
   driver::memset_d8(device_.ptr(), 0, kBarrierBytes);
+  pinned_ = driver::PinnedBuffer(layout.plan_end);
+  capacity_ = capacity;
+  layout_ = layout;
 }
 
-void MlaWorkspace::upload(const plan::Plan& plan, int head_dim_ckv, int o_dtype_bytes,
-                          CUstream stream) {
-  layout_ = plan.layout;
-  partial_lse_offset_ = align_up(plan_offset_ + layout_.plan_bytes, 256);
-  const size_t partial_rows = static_cast<size_t>(plan.partial_rows);
-  partial_o_offset_ = align_up(partial_lse_offset_ + partial_rows * sizeof(float), 256);
-  const size_t total = partial_o_offset_ + partial_rows * head_dim_ckv * o_dtype_bytes;
+void MlaWorkspace::reserve(uint64_t bytes) {
+  // An eighth each for work items and merge records, the rest for partial rows.
+  Capacity capacity;
+  capacity.work_items = std::max<int64_t>(1024, bytes / 8 / sizeof(mlajit_kernel::MlaWorkItem));
+  capacity.merge_records = std::max<int64_t>(1024, bytes / 8 / sizeof(mlajit_kernel::MlaMergeRecord));
+  capacity.partial_rows = std::max<int64_t>(1024, bytes * 3 / 4 / (row_bytes_ + sizeof(float)));
+  allocate(capacity);
+}
+
+bool MlaWorkspace::fits(const plan::Plan& plan) const {
+  return device_.size() > 0 && static_cast<int64_t>(plan.work_items.size()) <= capacity_.work_items &&
+         static_cast<int64_t>(plan.merge_records.size()) <= capacity_.merge_records &&
+         plan.partial_rows <= capacity_.partial_rows &&
+         static_cast<int>(plan.work_indptr.size()) <= max_ctas_ + 1 &&
+         static_cast<int>(plan.merge_indptr.size()) <= max_ctas_ + 1;
+}
+
+void MlaWorkspace::write_plan(const plan::Plan& plan) {
+  void* base = pinned_.data();
+  copy_array(base, layout_.work_indptr, plan.work_indptr);
+  copy_array(base, layout_.work_items, plan.work_items);
+  copy_array(base, layout_.merge_indptr, plan.merge_indptr);
+  copy_array(base, layout_.merge_records, plan.merge_records);
+}
+
+void MlaWorkspace::upload(const plan::Plan& plan, CUstream stream) {
+  if (static_cast<int>(plan.work_indptr.size()) > max_ctas_ + 1 ||
+      static_cast<int>(plan.merge_indptr.size()) > max_ctas_ + 1) {
+    throw Error(ErrorCode::kInternal, "plan has more CTAs than the device holds");
+  }
+  if (!fits(plan)) {
+    // Headroom, so that a batch growing by a little does not move the workspace each time.
+    Capacity grown;
+    grown.work_items = std::max<int64_t>(capacity_.work_items, 2 * plan.work_items.size() + 64);
+    grown.merge_records = std::max<int64_t>(capacity_.merge_records, 2 * plan.merge_records.size() + 64);
+    grown.partial_rows = std::max<int64_t>(capacity_.partial_rows, 2 * plan.partial_rows + 256);
+    allocate(grown);
+  }
   // The previous copy may still be reading the pinned buffer.
   if (copy_done_) copy_done_->synchronize();
   else copy_done_.emplace();
-  if (pinned_.size() < layout_.plan_bytes) pinned_ = driver::PinnedBuffer(layout_.plan_bytes * 2);
-  ensure_device_bytes(total);
-  plan.serialize(pinned_.data());
-  driver::memcpy_htod_async(device_.ptr() + plan_offset_, pinned_.data(), layout_.plan_bytes,
+  write_plan(plan);
+  // Copy only what the plan uses (capacity beyond it is stale and never read): the index
+  // arrays with the work items, then the merge records if there are any.
+  const CUdeviceptr plan_base = device_.ptr() + kBarrierBytes;
+  const auto* pinned = static_cast<const char*>(pinned_.data());
+  driver::memcpy_htod_async(plan_base, pinned,
+                            layout_.work_items + plan.work_items.size() * sizeof(mlajit_kernel::MlaWorkItem),
                             stream);
+  if (!plan.merge_records.empty()) {
+    driver::memcpy_htod_async(plan_base + layout_.merge_records, pinned + layout_.merge_records,
+                              plan.merge_records.size() * sizeof(mlajit_kernel::MlaMergeRecord),
+                              stream);
+  }
   copy_done_->record(stream);
 }
 
 void MlaWorkspace::fill_params(mlajit_kernel::MlaParams* params) const {
   const CUdeviceptr base = device_.ptr();
-  const CUdeviceptr plan = base + plan_offset_;
+  const CUdeviceptr plan = base + kBarrierBytes;
   params->barrier = reinterpret_cast<uint32_t*>(base);
   params->work_indptr = reinterpret_cast<const int32_t*>(plan + layout_.work_indptr);
   params->work_items =
@@ -57,8 +126,8 @@ void MlaWorkspace::fill_params(mlajit_kernel::MlaParams* params) const {
   params->merge_indptr = reinterpret_cast<const int32_t*>(plan + layout_.merge_indptr);
   params->merge_records =
       reinterpret_cast<const mlajit_kernel::MlaMergeRecord*>(plan + layout_.merge_records);
-  params->partial_lse = reinterpret_cast<float*>(base + partial_lse_offset_);
-  params->partial_o = reinterpret_cast<void*>(base + partial_o_offset_);
+  params->partial_lse = reinterpret_cast<float*>(base + layout_.partial_lse);
+  params->partial_o = reinterpret_cast<void*>(base + layout_.partial_o);
 }
 
 }  // namespace mlajit

@@ -1,12 +1,16 @@
 #pragma once
 // The device workspace of one BatchMlaAttention: the barrier words, the plan arrays, and the
 // partial (o, lse) rows of split tiles, in one allocation. Plans reach it through one pinned
-// host buffer and one async copy; the allocation only grows, so pointers baked into a
-// captured CUDA graph stay valid as long as a re-plan fits.
+// host buffer and one async copy.
+//
+// Every array sits at an offset fixed by the workspace's capacities, not by the plan at hand:
+// a kernel launch captured in a CUDA graph holds these pointers, and a re-plan that fits the
+// capacities must leave them where they are. Only growth moves them (logged).
 #include <cuda.h>
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "driver/cuda_driver.h"
 #include "kernels/mla_params.cuh"
@@ -16,27 +20,40 @@ namespace mlajit {
 
 class MlaWorkspace {
  public:
-  MlaWorkspace() = default;
+  // `max_ctas` bounds both CSR index arrays; `head_dim_ckv` and `o_dtype_bytes` size a row.
+  MlaWorkspace(int max_ctas, int head_dim_ckv, int o_dtype_bytes);
   MlaWorkspace(const MlaWorkspace&) = delete;
   MlaWorkspace& operator=(const MlaWorkspace&) = delete;
 
-  void reserve(uint64_t bytes);  // allocate up front (graph capture)
+  // Sizes the workspace to about `bytes` up front (graph capture): capacities for work
+  // items, merge records and partial rows are carved out of it.
+  void reserve(uint64_t bytes);
   // Copies `plan` to the device on `stream` (after the previous upload's copy has finished
-  // reading the pinned buffer) and lays out the partial rows behind it.
-  void upload(const plan::Plan& plan, int head_dim_ckv, int o_dtype_bytes, CUstream stream);
+  // reading the pinned buffer), growing the capacities first if the plan does not fit.
+  void upload(const plan::Plan& plan, CUstream stream);
   void fill_params(mlajit_kernel::MlaParams* params) const;
+  uint64_t bytes() const { return device_.size(); }
 
  private:
-  static constexpr size_t kBarrierBytes = 256;  // the barrier's 2 words, padded
-  void ensure_device_bytes(size_t bytes);
+  struct Capacity {
+    int64_t work_items = 0, merge_records = 0, partial_rows = 0;
+  };
+  struct Layout {
+    size_t work_indptr = 0, work_items = 0, merge_indptr = 0, merge_records = 0;
+    size_t plan_end = 0, partial_lse = 0, partial_o = 0, total = 0;
+  };
+  Layout layout_for(const Capacity& capacity) const;
+  void allocate(const Capacity& capacity);
+  bool fits(const plan::Plan& plan) const;
+  void write_plan(const plan::Plan& plan);
 
+  int max_ctas_;
+  int row_bytes_;  // one partial O row
+  Capacity capacity_;
+  Layout layout_;
   driver::DeviceBuffer device_;
   driver::PinnedBuffer pinned_;
   std::optional<driver::Event> copy_done_;  // recorded after each upload's copy
-  plan::WorkspaceLayout layout_;
-  size_t plan_offset_ = kBarrierBytes;
-  size_t partial_lse_offset_ = 0;
-  size_t partial_o_offset_ = 0;
 };
 
 }  // namespace mlajit

@@ -285,16 +285,15 @@ Candidate evaluate(const std::vector<Tile>& tiles, int64_t max_len, CutStyle sty
   return candidate;
 }
 
-// Chunk lengths to try, longest first. The shortest allowed is 2 x tile_rows tokens: below
-// that the fixed cost of an item (loading Q, writing tile_rows partial rows) and its merge
-// outweigh the KV work it moves between pairs.
+// Chunk lengths to try, longest first. The shortest allowed is kMinChunkTokens: below that
+// the fixed cost of an item and its merge outweigh the KV work it moves between pairs.
 std::vector<int64_t> chunk_candidates(const std::vector<Tile>& tiles, const Geometry& g) {
   int64_t total = 0, longest = 0;
   for (const Tile& tile : tiles) {
     total += tile.eff_kv;
     longest = std::max<int64_t>(longest, tile.eff_kv);
   }
-  const int64_t shortest = round_up(std::max(g.kv_tile, 2 * g.tile_rows), g.kv_tile);
+  const int64_t shortest = round_up(std::max<int64_t>(g.kv_tile, kMinChunkTokens), g.kv_tile);
   const int64_t no_split = std::max(round_up(longest, g.kv_tile), shortest);
   std::vector<int64_t> lengths{no_split};
   const int64_t share = ceil_div(total, g.grid_y);
@@ -311,7 +310,7 @@ std::vector<int64_t> chunk_candidates(const std::vector<Tile>& tiles, const Geom
 // pair can be below the mean load, nor below the largest item (each tile's largest chunk
 // holds at least its mean chunk length). Lets choose_chunking skip hopeless lengths.
 int64_t score_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometry& g) {
-  const int64_t per_item = 2 * int64_t{g.tile_rows};
+  const int64_t per_item = kItemOverheadTokens;
   int64_t total = 0, largest = 0, merge_units = 0;
   for (const Tile& tile : tiles) {
     const int64_t n = std::max<int64_t>(1, ceil_div(tile.eff_kv, max_len));
@@ -461,10 +460,13 @@ void log_plan(const PlanInput& in, const Plan& plan) {
 
 }  // namespace
 
-// The reference's calibration: an item costs its KV tokens plus 2 x tile_rows, which stands
-// for loading the tile's Q and writing its tile_rows output (or partial) rows.
-int64_t work_item_cost(const MlaWorkItem& item, int tile_rows) {
-  return int64_t{item.kv_end} - item.kv_start + 2 * int64_t{tile_rows};
+// An item costs its KV tokens plus a fixed overhead for loading the tile's Q, filling the
+// pipeline and writing its output (or partial) rows. Calibrated on the H200: a KV token of a
+// 128-row tile costs ~0.07 us per CTA pair, the fixed part ~6 us (Q and O are ~70 KB per
+// CTA each). The reference's 2 x tile_rows (256 tokens at 128 heads) made small batches
+// refuse to split: 1.7x slower at B=1.
+int64_t work_item_cost(const MlaWorkItem& item, int /*tile_rows*/) {
+  return int64_t{item.kv_end} - item.kv_start + kItemOverheadTokens;
 }
 
 Plan make_plan(const PlanInput& input) {

@@ -56,6 +56,11 @@ struct Plan {
   void serialize(void* dst) const;
 };
 
+// The planner's cost model, in KV-token units: what one work item costs beyond its tokens,
+// and the shortest chunk a tile's KV is cut into.
+inline constexpr int64_t kItemOverheadTokens = 96;
+inline constexpr int64_t kMinChunkTokens = 64;
+
 // Modelled cost of one work item: KV tokens it reads plus a fixed per-item overhead.
 int64_t work_item_cost(const MlaWorkItem& item, int tile_rows);
 
