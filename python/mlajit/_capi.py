@@ -7,6 +7,7 @@ that the argument checks can be used (and tested) without it.
 import ctypes
 import ctypes.util
 import os
+import struct
 import threading
 
 c_int32, c_int64, c_uint64, c_size_t = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_size_t
@@ -50,6 +51,27 @@ class RunArgs(ctypes.Structure):
                 ("kv_indices", c_void_p),
                 ("out", c_void_p), ("out_stride_token", c_int64), ("out_stride_head", c_int64),
                 ("lse", c_void_p), ("num_tokens", c_int64), ("sm_scale", c_float)]
+
+
+# RunArgs written in one call (run()'s hot path): the struct module's native mode ("@") lays
+# fields out as the C compiler does; _check_run_args_layout proves it field by field at import.
+RUN_ARGS_PACK = struct.Struct("@N" + "Pqq" * 4 + "P" + "Pqq" + "P" + "q" + "f")
+
+
+def _check_run_args_layout():
+    codes = RUN_ARGS_PACK.format[1:]
+    for (name, _), code_index in zip(RunArgs._fields_, range(len(codes))):
+        prefix = "@" + codes[:code_index + 1]
+        offset = struct.calcsize(prefix) - struct.calcsize("@" + codes[code_index])
+        if offset != getattr(RunArgs, name).offset:
+            raise ImportError(f"mlajit: RUN_ARGS_PACK puts {name} at byte {offset}, the C struct at "
+                              f"{getattr(RunArgs, name).offset}: update it with RunArgs")
+    if len(codes) != len(RunArgs._fields_):
+        raise ImportError(f"mlajit: RUN_ARGS_PACK has {len(codes)} fields, RunArgs "
+                          f"{len(RunArgs._fields_)}")
+
+
+_check_run_args_layout()
 
 
 class PlanInfo(ctypes.Structure):
@@ -159,6 +181,14 @@ def library():
             function.restype, function.argtypes = restype, argtypes
         _library = loaded
         return _library
+
+
+def bind(loaded, name, restype, argtypes):
+    """A separate function object for `name` (CDLL[name] makes a new one), so its argtypes can
+    differ from the shared prototype's: run()'s hot path passes plain integer addresses."""
+    function = loaded[name]
+    function.restype, function.argtypes = restype, argtypes
+    return function
 
 
 def check(status):

@@ -2,6 +2,7 @@
 import ctypes
 
 from . import _capi
+from . import _streams
 from . import _tensors as T
 
 _DTYPES = {"bf16": T.BF16, "bfloat16": T.BF16, "f16": T.F16, "float16": T.F16, "half": T.F16}
@@ -81,11 +82,26 @@ def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_sca
             raise ValueError(f"lse must be dense [num_tokens, num_heads]: strides {l.strides}")
         args.lse = l.ptr
     args.num_tokens = tokens
-    if sm_scale is None or not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
-        raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float, e.g. 1/sqrt(192) "
-                         f"for DeepSeek (the query head dim before absorption)")
+    _require_sm_scale(sm_scale)
     args.sm_scale = float(sm_scale)
     return args
+
+
+def _require_sm_scale(sm_scale):
+    if not (isinstance(sm_scale, (int, float)) and sm_scale > 0):  # also rejects None and NaN
+        raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float, e.g. 1/sqrt(192) "
+                         f"for DeepSeek (the query head dim before absorption)")
+
+
+def _torch_fingerprint(tensor):
+    """Everything of a torch tensor that make_run_args checks, except its data pointer.
+    Raises AttributeError for objects without torch's API."""
+    return (type(tensor), tensor.is_cuda, tensor.get_device(), tensor.dtype, tensor.shape,
+            tensor.stride())
+
+
+def _all_torch(tensors):
+    return all(tensor is None or T._is_torch(tensor) for tensor in tensors)
 
 
 class BatchMlaAttention:
@@ -122,8 +138,18 @@ class BatchMlaAttention:
         _capi.check(self._lib.mlajit_attention_create(ctypes.byref(shape_c), ctypes.byref(options),
                                                       ctypes.byref(self._handle)))
         self._num_tokens = None
+        # run()'s hot path: one bound function on plain addresses, one reused argument struct,
+        # and the fingerprint of the torch tensors that last passed every check (see run()).
+        self._run_c = _capi.bind(self._lib, "mlajit_attention_run", ctypes.c_int,
+                                 [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p])
+        self._handle_address = self._handle.value
+        self._args = _capi.new(_capi.RunArgs)
+        self._args_address = ctypes.addressof(self._args)
+        self._checked = None  # (fingerprints, the RunArgs fields that follow from them)
+        self._stream_getter = None
 
     def close(self):
+        self._handle_address = None  # a run() after close() passes NULL: the library refuses it
         if getattr(self, "_handle", None):
             self._lib.mlajit_attention_destroy(self._handle)
             self._handle = None
@@ -133,8 +159,13 @@ class BatchMlaAttention:
     def _stream(self, stream):
         if stream is not None:
             return getattr(stream, "cuda_stream", stream)
-        torch = _torch()
-        return torch.cuda.current_stream(self.device).cuda_stream if torch else None
+        getter = self._stream_getter
+        if getter is None:
+            torch = _streams.loaded_torch()
+            if torch is None:
+                return None  # looked up again next call: the caller may import torch later
+            getter = self._stream_getter = _streams.current_stream_getter(torch, self.device)
+        return getter()
 
     def plan(self, qo_indptr, kv_indptr, kv_len, kv_indices=None, num_pages=0, stream=None):
         """Host arrays (lists, numpy, CPU tensors): qo_indptr/kv_indptr [batch+1], kv_len [batch].
@@ -157,10 +188,44 @@ class BatchMlaAttention:
             if not T._is_torch(q_nope):
                 raise TypeError("out is required when q_nope is not a torch tensor")
             out = q_nope.new_empty((q_nope.shape[0], self.shape.num_heads, self.shape.head_dim_ckv))
+        # The checks depend only on each tensor's type, device, dtype, shape and strides, and on
+        # its data pointer's alignment. When every tensor is a torch tensor whose fingerprint is
+        # the one that passed all checks last time, only the pointers and sm_scale are new:
+        # check those and rewrite the whole argument struct in one pack_into.
+        try:
+            fingerprints = (_torch_fingerprint(q_nope), _torch_fingerprint(q_pe),
+                            _torch_fingerprint(ckv), _torch_fingerprint(kpe),
+                            _torch_fingerprint(kv_indices), _torch_fingerprint(out),
+                            None if lse is None else _torch_fingerprint(lse))
+        except AttributeError:
+            fingerprints = None  # not torch tensors: the full checks every call
+        checked = self._checked
+        if checked is not None and fingerprints == checked[0]:
+            qn, qp, c, k, o = (q_nope.data_ptr(), q_pe.data_ptr(), ckv.data_ptr(), kpe.data_ptr(),
+                               out.data_ptr())
+            if not (qn | qp | c | k | o) & 15:
+                _require_sm_scale(sm_scale)
+                s = checked[1]
+                _capi.RUN_ARGS_PACK.pack_into(
+                    self._args, 0, s[0], qn, s[1], s[2], qp, s[3], s[4], c, s[5], s[6], k, s[7], s[8],
+                    kv_indices.data_ptr(), o, s[9], s[10], 0 if lse is None else lse.data_ptr(),
+                    s[11], sm_scale)
+                status = self._run_c(self._handle_address, self._args_address, self._stream(stream))
+                if status:
+                    _capi.check(status)
+                return out
+            # a misaligned pointer: the full checks below say which
         args = make_run_args(self.shape, self.device, q_nope, q_pe, ckv, kpe, kv_indices, out,
                              sm_scale, lse)
-        _capi.check(self._lib.mlajit_attention_run(self._handle, ctypes.byref(args),
-                                                   self._stream(stream)))
+        if fingerprints is not None and _all_torch((q_nope, q_pe, ckv, kpe, kv_indices, out, lse)):
+            self._checked = (fingerprints, (
+                args.struct_size, args.q_nope_stride_token, args.q_nope_stride_head,
+                args.q_pe_stride_token, args.q_pe_stride_head, args.ckv_stride_page,
+                args.ckv_stride_token, args.kpe_stride_page, args.kpe_stride_token,
+                args.out_stride_token, args.out_stride_head, args.num_tokens))
+        status = self._run_c(self._handle_address, ctypes.addressof(args), self._stream(stream))
+        if status:
+            _capi.check(status)
         return out
 
     def plan_info(self):
@@ -174,13 +239,8 @@ class BatchMlaAttention:
         return buffer.value.decode()
 
 
-def _torch():
-    import sys
-    return sys.modules.get("torch")  # only if the caller uses torch already
-
-
 def _current_torch_device():
-    torch = _torch()
+    torch = _streams.loaded_torch()
     if torch is not None and torch.cuda.is_available():
         return torch.cuda.current_device()
     return None

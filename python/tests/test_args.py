@@ -6,8 +6,13 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ctypes  # noqa: E402
+import types  # noqa: E402
+
 import mlajit  # noqa: E402
-from mlajit import _capi  # noqa: E402
+from mlajit import _capi, _streams  # noqa: E402
+from fakes import BF16, F32, FakeDtype, FakeTorchTensor, RecordingLibrary  # noqa: E402
 
 
 class FakeDeviceArray:
@@ -101,6 +106,155 @@ class RunArgumentChecks(unittest.TestCase):
     def test_unknown_dtype_of_the_shape_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, r"dtype 'int8' is not supported"):
             f16_shape(dtype="int8")
+
+
+def fields(args):
+    return {name: getattr(args, name) for name, _ in _capi.RunArgs._fields_}
+
+
+class RunArgsPacking(unittest.TestCase):
+    def test_the_one_call_pack_writes_every_field_where_the_c_struct_has_it(self):
+        values = [ctypes.sizeof(_capi.RunArgs)] + [(i + 1) * 16 for i in range(18)] + [0.25]
+        args = _capi.RunArgs()
+        _capi.RUN_ARGS_PACK.pack_into(args, 0, *values)
+        self.assertEqual(list(fields(args).values()), values)
+
+
+def torch_tensors(tokens=3, pages=5, base=0x7f0000000000):
+    return dict(q_nope=FakeTorchTensor((tokens, 16, 512), ptr=base),
+                q_pe=FakeTorchTensor((tokens, 16, 64), ptr=base + 0x100000),
+                ckv=FakeTorchTensor((pages, 64, 512), ptr=base + 0x200000),
+                kpe=FakeTorchTensor((pages, 64, 64), ptr=base + 0x400000),
+                kv_indices=FakeTorchTensor((7,), FakeDtype("int32"), ptr=base + 0x500000),
+                out=FakeTorchTensor((tokens, 16, 512), ptr=base + 0x600000))
+
+
+class RepeatedRunsOfTorchTensors(unittest.TestCase):
+    """run() skips re-checking tensors whose type, device, dtype, shape and strides passed last
+    time; these tests change one of those on a later call and expect the full checks' error."""
+
+    def setUp(self):
+        self.saved = _capi._library
+        _capi._library = self.library = RecordingLibrary()
+        self.attention = mlajit.BatchMlaAttention(num_heads=16, device=0)
+        self.tensors = torch_tensors()
+
+    def tearDown(self):
+        _capi._library = self.saved
+
+    def run_and_record(self, **changes):
+        tensors = dict(self.tensors, **changes)
+        sm_scale = tensors.pop("sm_scale", 0.07)
+        self.attention.run(sm_scale=sm_scale, stream=0x5000, **tensors)  # no torch stream lookup
+        handle, args, stream = self.library.runs[-1]
+        self.assertEqual((handle, stream), (0x1234, 0x5000))
+        return args
+
+    def expected(self, **changes):
+        tensors = dict(self.tensors, **changes)
+        sm_scale = tensors.pop("sm_scale", 0.07)
+        return fields(mlajit.make_run_args(self.attention.shape, 0, sm_scale=sm_scale, **tensors))
+
+    def test_repeated_runs_pass_what_the_full_checks_build(self):
+        for _ in range(3):
+            self.assertEqual(fields(self.run_and_record()), self.expected())
+        moved = torch_tensors(base=0x7e0000000000)  # new pointers, same layout: the cached path
+        lse = FakeTorchTensor((3, 16), F32, ptr=0x7d0000000000)
+        for changes in (moved, dict(moved, lse=lse, sm_scale=0.5), moved, dict(sm_scale=2)):
+            self.assertEqual(fields(self.run_and_record(**changes)), self.expected(**changes))
+
+    def test_a_tensor_changed_in_place_between_runs_is_checked_again(self):
+        self.run_and_record()
+        q_nope = self.tensors["q_nope"]
+        q_nope._strides = (16 * 1024, 1024, 2)
+        with self.assertRaisesRegex(ValueError, r"q_nope must be contiguous in its last dimension"):
+            self.run_and_record()
+        q_nope._strides = (16 * 512, 512, 1)
+        ckv = self.tensors["ckv"]
+        ckv._strides = (64 * 516, 516, 1)
+        with self.assertRaisesRegex(ValueError, r"ckv has stride 516 in dimension 1"):
+            self.run_and_record()
+        ckv._strides = (64 * 512, 512, 1)
+        self.tensors["kpe"]._shape = (6, 64, 64)
+        with self.assertRaisesRegex(ValueError, r"kpe has shape \(6, 64, 64\): expected \(5, 64, 64\)"):
+            self.run_and_record()
+        self.tensors["kpe"]._shape = (5, 64, 64)
+        self.tensors["kv_indices"].dtype = FakeDtype("int64")
+        with self.assertRaisesRegex(TypeError, r"kv_indices has dtype int64: expected int32"):
+            self.run_and_record()
+        self.tensors["kv_indices"].dtype = FakeDtype("int32")
+        self.assertEqual(fields(self.run_and_record()), self.expected())
+
+    def test_another_device_or_the_host_is_refused_on_a_later_run(self):
+        self.run_and_record()
+        with self.assertRaisesRegex(ValueError, r"q_pe is on cpu: expected a CUDA tensor"):
+            self.run_and_record(q_pe=FakeTorchTensor((3, 16, 64), device=-1))
+        with self.assertRaisesRegex(ValueError, r"out is on cuda:1: expected cuda:0"):
+            self.run_and_record(out=FakeTorchTensor((3, 16, 512), device=1))
+
+    def test_a_misaligned_pointer_or_a_bad_scale_is_refused_on_a_later_run(self):
+        self.run_and_record()
+        with self.assertRaisesRegex(ValueError, r"out starts at 0x7f0000000008, not 16-byte aligned"):
+            self.run_and_record(out=FakeTorchTensor((3, 16, 512), ptr=0x7f0000000008))
+        for bad in (None, 0.0, -1.0, float("nan"), "0.1"):
+            with self.assertRaisesRegex(ValueError, r"sm_scale="):
+                self.run_and_record(sm_scale=bad)
+        self.assertEqual(len(self.library.runs), 1)
+
+    def test_a_different_token_count_gets_its_own_checks(self):
+        self.run_and_record()
+        with self.assertRaisesRegex(ValueError, r"q_pe has shape \(3, 16, 64\): expected \(4, 16, 64\)"):
+            self.run_and_record(q_nope=FakeTorchTensor((4, 16, 512)), out=FakeTorchTensor((4, 16, 512)))
+        four = torch_tensors(tokens=4)
+        self.assertEqual(fields(self.run_and_record(**four))["num_tokens"], 4)
+
+    def test_a_failing_run_raises_the_library_error(self):
+        self.library.status = 1
+        for _ in range(2):  # the first run checks everything, the second takes the cached path
+            with self.assertRaises(mlajit.MlajitError) as caught:
+                self.run_and_record()
+            self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
+
+    def test_run_after_close_passes_a_null_handle(self):
+        self.run_and_record()
+        self.attention.close()
+        self.attention.run(sm_scale=0.07, stream=0x5000, **self.tensors)
+        self.assertIsNone(self.library.runs[-1][0])
+
+
+class StreamLookup(unittest.TestCase):
+    def fake_torch(self, raw_result, public_result=0xabc):
+        calls = []
+
+        def current_stream(device):
+            calls.append(("public", device))
+            return types.SimpleNamespace(cuda_stream=public_result)
+
+        def raw(device):
+            calls.append(("raw", device))
+            return raw_result
+
+        torch = types.SimpleNamespace(cuda=types.SimpleNamespace(current_stream=current_stream),
+                                      _C=types.SimpleNamespace(_cuda_getCurrentRawStream=raw))
+        return torch, calls
+
+    def test_the_raw_stream_is_used_once_it_agreed_with_torch_cuda_current_stream(self):
+        torch, calls = self.fake_torch(0xabc)
+        getter = _streams.current_stream_getter(torch, 2)
+        self.assertEqual(getter(), 0xabc)
+        self.assertEqual(calls, [("public", 2), ("raw", 2), ("raw", 2)])
+
+    def test_a_disagreeing_or_missing_raw_stream_keeps_the_public_path(self):
+        torch, calls = self.fake_torch(0xdef)
+        self.assertEqual(_streams.current_stream_getter(torch, 0)(), 0xabc)
+        self.assertEqual(calls[-1], ("public", 0))
+        del torch._C._cuda_getCurrentRawStream
+        self.assertEqual(_streams.current_stream_getter(torch, 0)(), 0xabc)
+
+    def test_no_device_means_the_current_device_at_each_call(self):
+        torch, calls = self.fake_torch(0xabc)
+        self.assertEqual(_streams.current_stream_getter(torch, None)(), 0xabc)
+        self.assertEqual(calls, [("public", None)])
 
 
 def library_or_skip(test):
