@@ -67,6 +67,12 @@ struct MlaConfig {
   static constexpr bool kNarrowTiles = true;
 #endif
 
+#ifndef MLAJIT_DEV_NO_PAGE_PREFETCH
+  static constexpr bool kPrefetchPageIds = true;
+#else
+  static constexpr bool kPrefetchPageIds = false;
+#endif
+
   // Loaders: 8 lanes cover 128 contiguous bytes of one row; 32 rows per pass of the block.
   static constexpr int kLanesPerRow = 8;
   static constexpr int kRowsPerPass = kThreads / kLanesPerRow;
@@ -138,6 +144,17 @@ struct ThreadRole {
   __device__ __forceinline__ static ThreadRole make() {
     ThreadRole r;
     r.tid = threadIdx.x;
+    r.lane = r.tid & 31;
+    r.warp = (r.tid >> 5) & 3;
+    r.group = r.tid >> 7;
+    return r;
+  }
+  // The same, from a read of the thread index that the compiler cannot move or merge.
+  __device__ __forceinline__ static ThreadRole make_fresh() {
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+    ThreadRole r;
+    r.tid = static_cast<int>(tid);
     r.lane = r.tid & 31;
     r.warp = (r.tid >> 5) & 3;
     r.group = r.tid >> 7;
@@ -246,13 +263,48 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const SmemMap<C>& sm,
   }
 }
 
+// Page id of request token `token` (the caller checks token < kv_stop).
+__device__ __forceinline__ int32_t page_of(const MlaParams& p, const TileContext& t, int32_t token) {
+  // Power-of-two pages (the usual case): a shift instead of a division.
+  if ((p.page_size & (p.page_size - 1)) == 0) {
+    return p.kv_indices[t.kv_page_base + (token >> __popc(p.page_size - 1))];
+  }
+  return p.kv_indices[t.kv_page_base + token / p.page_size];
+}
+
+// Page ids of one KV tile's rows, fetched a tile ahead of its copies (small pages, where every
+// row of a tile may lie on its own page and the id load would otherwise stall the copies).
+// One register per thread: a warp copies kRowsPerWarp rows per pass, and lane
+// pass * kRowsPerWarp + i holds the id of the warp's row i of that pass; load_kv shuffles it to
+// the 8 lanes copying that row.
+template <typename C>
+struct KvPageIds {
+  static constexpr int kRowsPerWarp = 32 / C::kLanesPerRow;
+  static_assert(kRowsPerWarp * C::kKvPasses <= 32, "a warp's row ids fit one register per lane");
+  int32_t id;
+};
+
+template <typename C>
+__device__ __forceinline__ KvPageIds<C> fetch_page_ids(const MlaParams& p, const TileContext& t,
+                                                       const ThreadRole& role, int tile) {
+  constexpr int kPerWarp = KvPageIds<C>::kRowsPerWarp;
+  const int pass = role.lane / kPerWarp;
+  const int row = (role.tid / 32) * kPerWarp + role.lane % kPerWarp + pass * C::kRowsPerPass;
+  const int32_t token = t.kv_start + tile * C::kKvTile + row;
+  KvPageIds<C> ids;
+  ids.id = 0;
+  if (pass < C::kKvPasses && row < C::kKvTile && token < t.kv_stop) ids.id = page_of(p, t, token);
+  return ids;
+}
+
 // Stage: load_kv. KV tile `tile` (tokens kv_start + tile * KV_TILE ...) into stage `stage`.
 // Token t of the request is slot t % page_size of page kv_indices[kv_page_base + t / page_size];
-// offsets are 64-bit since page * stride_page exceeds 2^31 on large pools.
-template <typename C>
+// offsets are 64-bit since page * stride_page exceeds 2^31 on large pools. With PREFETCHED the
+// page ids come from `ids` (fetch_page_ids of this tile), else from kv_indices here.
+template <typename C, bool PREFETCHED = false>
 __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm,
                                         const TileContext& t, const ThreadRole& role, int tile,
-                                        int stage) {
+                                        int stage, KvPageIds<C> ids = KvPageIds<C>{0}) {
   using DType = typename C::DType;
   const int lane8 = role.tid % C::kLanesPerRow;
   const uint32_t ckv_dst = sm.ckv(stage);
@@ -260,19 +312,24 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
 #pragma unroll
   for (int pass = 0; pass < C::kKvPasses; ++pass) {
     const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    int32_t prefetched = 0;
+    if constexpr (PREFETCHED) {
+      prefetched = __shfl_sync(0xffffffffu, ids.id, pass * KvPageIds<C>::kRowsPerWarp + role.lane / C::kLanesPerRow);
+    }
     if (C::kKvTile % C::kRowsPerPass == 0 || row < C::kKvTile) {
       const int32_t token = t.kv_start + tile * C::kKvTile + row;
       const bool valid = token < t.kv_stop;
       int64_t page = 0;
       int32_t slot = 0;
       if (valid) {
-        // Power-of-two pages (the usual case): shift and mask instead of two divisions.
+        // Power-of-two pages (the usual case): shift and mask instead of two divisions. Kept
+        // as one branch per case: folded into selects, the division runs for every page size.
         if ((p.page_size & (p.page_size - 1)) == 0) {
           const int shift = __popc(p.page_size - 1);
-          page = p.kv_indices[t.kv_page_base + (token >> shift)];
+          page = PREFETCHED ? prefetched : p.kv_indices[t.kv_page_base + (token >> shift)];
           slot = token & (p.page_size - 1);
         } else {
-          page = p.kv_indices[t.kv_page_base + token / p.page_size];
+          page = PREFETCHED ? prefetched : p.kv_indices[t.kv_page_base + token / p.page_size];
           slot = token % p.page_size;
         }
       }
@@ -300,24 +357,38 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
 
 // Keeps the pipeline NUM_STAGES - 1 tiles ahead and returns once tile `tile` is in shared
 // memory for every thread. With one stage there is nothing to overlap: the single buffer is
-// refilled after everyone has finished with it.
-template <typename C>
+// refilled after everyone has finished with it. With PREFETCHED, `ids` holds the page ids of
+// the tile loaded here and is refilled with those of the tile after it.
+template <typename C, bool PREFETCHED = false>
 __device__ __forceinline__ void advance_pipeline(const MlaParams& p, const SmemMap<C>& sm,
                                                  const TileContext& t, const ThreadRole& role,
-                                                 int tile) {
+                                                 int tile, KvPageIds<C>& ids) {
   if constexpr (C::kStages == 1) {
     __syncthreads();
-    load_kv<C>(p, sm, t, role, tile, 0);
+    load_kv<C, PREFETCHED>(p, sm, t, role, tile, 0, ids);
     cp_async_commit();
+    if constexpr (PREFETCHED) ids = fetch_page_ids<C>(p, t, role, tile + 1);
     cp_async_wait<0>();
     __syncthreads();
   } else {
     cp_async_wait<C::kStages - 2>();
     __syncthreads();  // tile visible to all; the stage refilled below is no longer read
     const int ahead = tile + C::kStages - 1;
-    if (ahead < t.num_tiles) load_kv<C>(p, sm, t, role, ahead, ahead % C::kStages);
+    if (ahead < t.num_tiles) {
+      load_kv<C, PREFETCHED>(p, sm, t, role, ahead, ahead % C::kStages, ids);
+      if constexpr (PREFETCHED) ids = fetch_page_ids<C>(p, t, role, ahead + 1);
+    }
     cp_async_commit();  // possibly empty: keeps the group count uniform
   }
+}
+
+// Page ids of the first tile the KV loop loads (advance_pipeline's first `ahead`).
+template <typename C, bool PREFETCHED>
+__device__ __forceinline__ KvPageIds<C> first_page_ids(const MlaParams& p, const TileContext& t,
+                                                       const ThreadRole& role) {
+  KvPageIds<C> ids{0};
+  if constexpr (PREFETCHED) ids = fetch_page_ids<C>(p, t, role, C::kStages - 1);
+  return ids;
 }
 
 // Byte offsets, within one swizzled operand, of the ldmatrix rows a lane supplies for the
@@ -705,8 +776,12 @@ __device__ __forceinline__ void write_output(const MlaParams& p,
   using DType = typename C::DType;
   using OSwizzle = Swizzle<C::kCkvChunks>;
   __syncthreads();  // everyone is done with Q / KV, which the staging area overlays
-  const int orow = NARROW ? role.lane % 16 : role.warp * 16 + role.lane % 16;
-  const int ochunk0 = NARROW ? cta_warp(role) * (C::kCkvChunks / C::kWarps) : role.group * (C::kCkvChunks / 2);
+  // The staging addresses are derived from a fresh read of the thread index: derived from
+  // `role`, the compiler hoists all of them to the kernel's start and, at 255 registers in the
+  // wide tier-1 loop, keeps them in local memory.
+  const ThreadRole fresh = ThreadRole::make_fresh();
+  const int orow = NARROW ? fresh.lane % 16 : fresh.warp * 16 + fresh.lane % 16;
+  const int ochunk0 = NARROW ? cta_warp(fresh) * (C::kCkvChunks / C::kWarps) : fresh.group * (C::kCkvChunks / 2);
 #pragma unroll
   for (int b = 0; b < (NARROW ? C::kNarrowPvBlocks : C::kPvDimBlocks); ++b) {
     uint32_t packed[4];
@@ -751,14 +826,19 @@ __device__ __forceinline__ void write_output(const MlaParams& p,
 }
 
 // The KV loop of a narrow tile (rows <= 16), normalisation and output.
-template <typename C>
+template <typename C, bool PREFETCHED>
 __device__ __forceinline__ void attend_narrow(const MlaParams& p, const SmemMap<C>& sm,
-                                                   const TileContext& t, const ThreadRole& role) {
+                                                   const TileContext& t) {
+  // Addresses derived from the thread index are recomputed per work item: derived from the
+  // kernel's ThreadRole they are hoisted to its start, stay live across every KV loop copy and
+  // spill at 255 registers (and the wide loop ran 5% slower with them).
+  const ThreadRole role = ThreadRole::make_fresh();
   NarrowState<C> st;
   st.init();
+  KvPageIds<C> ids = first_page_ids<C, PREFETCHED>(p, t, role);
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
-    advance_pipeline<C>(p, sm, t, role, tile);
+    advance_pipeline<C, PREFETCHED>(p, sm, t, role, tile, ids);
     const int stage = tile % C::kStages;
     float s[C::kNarrowQkN8][4];
     if (narrow_qk_warp<C>(role)) {
@@ -775,14 +855,19 @@ __device__ __forceinline__ void attend_narrow(const MlaParams& p, const SmemMap<
 }
 
 // The KV loop of a full tile, normalisation and output.
-template <typename C>
+template <typename C, bool PREFETCHED>
 __device__ __forceinline__ void attend_wide(const MlaParams& p, const SmemMap<C>& sm,
-                                            const TileContext& t, const ThreadRole& role) {
+                                            const TileContext& t) {
+  // Addresses derived from the thread index are recomputed per work item: derived from the
+  // kernel's ThreadRole they are hoisted to its start, stay live across every KV loop copy and
+  // spill at 255 registers (and the wide loop ran 5% slower with them).
+  const ThreadRole role = ThreadRole::make_fresh();
   SoftmaxState<C> st;
   st.init();
+  KvPageIds<C> ids = first_page_ids<C, PREFETCHED>(p, t, role);
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
-    advance_pipeline<C>(p, sm, t, role, tile);
+    advance_pipeline<C, PREFETCHED>(p, sm, t, role, tile, ids);
     const int stage = tile % C::kStages;
     float s[C::kQkBlocks][8];
     compute_qk<C>(s, sm, stage, role);
@@ -811,10 +896,21 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
       cp_async_commit();
     }
   }
+  // Pages shorter than a KV tile: every row may need its own page id, so the ids are fetched
+  // a tile ahead (a second copy of the KV loop; the usual large pages keep the plain one).
+  const bool small_pages = C::kPrefetchPageIds && p.page_size < C::kKvTile;
   if (C::kNarrowTiles && t.narrow) {
-    attend_narrow<C>(p, sm, t, role);
+    if (small_pages) {
+      attend_narrow<C, C::kPrefetchPageIds>(p, sm, t);
+    } else {
+      attend_narrow<C, false>(p, sm, t);
+    }
   } else {
-    attend_wide<C>(p, sm, t, role);
+    if (small_pages) {
+      attend_wide<C, C::kPrefetchPageIds>(p, sm, t);
+    } else {
+      attend_wide<C, false>(p, sm, t);
+    }
   }
 }
 
