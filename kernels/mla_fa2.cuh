@@ -49,6 +49,24 @@ struct MlaConfig {
   static constexpr int kOutDims = HEAD_DIM_CKV / kGroups;
   static constexpr int kPvDimBlocks = kOutDims / 16;
 
+  // Narrow tiles (at most 16 valid rows: decode with <= 16 heads) would leave 3 of the 4 warps
+  // of each warpgroup multiplying padding. There all 8 warps share rows 0-15: QK splits the
+  // KV tile's columns over kNarrowQkWarps warps (8 columns, one n8 mma block, each), PV splits
+  // the output dims over all 8 warps (kNarrowPvBlocks 16-dim blocks each).
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kNarrowRows = 16;
+  static constexpr int kNarrowQkWarps = KV_TILE / 8 < kWarps ? KV_TILE / 8 : kWarps;
+  static constexpr int kNarrowQkN8 = KV_TILE / 8 / kNarrowQkWarps;  // n8 blocks per QK warp
+  static constexpr int kNarrowPvBlocks = HEAD_DIM_CKV / kWarps / 16;
+#ifndef MLAJIT_DEV_NARROW_ALL_TIERS
+  // Only the large tier (64-token tiles, 2 stages) takes the narrow path: on the H200 the
+  // smaller tiers ran their 64-row tiles (128 heads) 7-8% slower once the narrow code was in
+  // the kernel (register allocation), while their narrow tiles gained 1.6-1.8x.
+  static constexpr bool kNarrowTiles = KV_TILE >= 64 && NUM_STAGES >= 2;
+#else
+  static constexpr bool kNarrowTiles = true;
+#endif
+
   // Loaders: 8 lanes cover 128 contiguous bytes of one row; 32 rows per pass of the block.
   static constexpr int kLanesPerRow = 8;
   static constexpr int kRowsPerPass = kThreads / kLanesPerRow;
@@ -65,6 +83,8 @@ struct MlaConfig {
   static_assert(HEAD_DIM_CKV % (16 * kLanesPerRow) == 0 && HEAD_DIM_KPE % 16 == 0,
                 "head dims must be multiples of 128 (ckv) and 16 (kpe)");
   static_assert(NUM_STAGES >= 1, "at least one KV stage");
+  static_assert(kNarrowQkWarps * kNarrowRows <= kGroups * Q_TILE,
+                "the narrow row exchange fits the row_exchange area");
 
   struct SharedStorage {
     union {
@@ -137,6 +157,7 @@ struct TileContext {
   int32_t num_tiles;     // KV tiles in [kv_start, kv_stop)
   int32_t unmasked_end;  // tokens below this are visible to every row: no mask needed
   int32_t partial_row;
+  bool narrow;           // rows <= 16: the narrow work split (MlaConfig::kNarrowRows)
   int32_t row_limit[2];  // this thread's accumulator rows see tokens < row_limit[j]
 };
 
@@ -159,24 +180,26 @@ __device__ __forceinline__ TileContext make_context(const MlaParams& p, const Ml
   t.kv_stop = C::kCausal ? min(item.kv_end, shift + last_token) : item.kv_end;
   t.unmasked_end = C::kCausal ? min(item.kv_end, shift + t.row0 / H) : item.kv_end;
   t.num_tiles = t.kv_stop > t.kv_start ? (t.kv_stop - t.kv_start + C::kKvTile - 1) / C::kKvTile : 0;
+  t.narrow = C::kNarrowTiles && t.rows <= C::kNarrowRows;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const int32_t token = (t.row0 + role.acc_row(j)) / H;
+    const int local_row = t.narrow ? role.lane / 4 + 8 * j : role.acc_row(j);
+    const int32_t token = (t.row0 + local_row) / H;
     t.row_limit[j] = C::kCausal ? min(item.kv_end, shift + token) : item.kv_end;
   }
   return t;
 }
 
 // Online-softmax state of this thread's two accumulator rows and its half of O.
-template <typename C>
+template <typename C, int DIM_BLOCKS = C::kPvDimBlocks>
 struct SoftmaxState {
-  float o[C::kPvDimBlocks][8];
+  float o[DIM_BLOCKS][8];
   float m[2];  // running row max of the raw scores (unscaled)
   float d[2];  // this thread's share of the running row sum
 
   __device__ __forceinline__ void init() {
 #pragma unroll
-    for (int b = 0; b < C::kPvDimBlocks; ++b)
+    for (int b = 0; b < DIM_BLOCKS; ++b)
 #pragma unroll
       for (int r = 0; r < 8; ++r) o[b][r] = 0.f;
 #pragma unroll
@@ -243,8 +266,15 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
       int64_t page = 0;
       int32_t slot = 0;
       if (valid) {
-        page = p.kv_indices[t.kv_page_base + token / p.page_size];
-        slot = token % p.page_size;
+        // Power-of-two pages (the usual case): shift and mask instead of two divisions.
+        if ((p.page_size & (p.page_size - 1)) == 0) {
+          const int shift = __popc(p.page_size - 1);
+          page = p.kv_indices[t.kv_page_base + (token >> shift)];
+          slot = token & (p.page_size - 1);
+        } else {
+          page = p.kv_indices[t.kv_page_base + token / p.page_size];
+          slot = token % p.page_size;
+        }
       }
       const DType* ckv = static_cast<const DType*>(p.ckv) + page * p.ckv_stride_page +
                          slot * p.ckv_stride_token;
@@ -410,14 +440,14 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8]
 }
 
 // o += P(16 rows x 16 tokens, fragment p) . ckv[kv_row0 .. +16, this warpgroup's dims].
-template <typename C>
-__device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C>& st, const uint32_t (&p)[4],
+template <typename C, int DIM_BLOCKS = C::kPvDimBlocks>
+__device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C, DIM_BLOCKS>& st, const uint32_t (&p)[4],
                                                     uint32_t v_base, int kv_row0,
                                                     const FragmentAddress<C::kCkvChunks>& v_addr) {
   using DType = typename C::DType;
   const uint32_t block_base = v_base + kv_row0 * (C::kCkvChunks * 16);
 #pragma unroll
-  for (int b = 0; b < C::kPvDimBlocks; ++b) {
+  for (int b = 0; b < DIM_BLOCKS; ++b) {
     uint32_t v[4];
     ldmatrix_x4_trans(v, block_base + v_addr.step(b));
     mma_16x16x16<DType>(st.o[b], p, v);
@@ -496,29 +526,199 @@ __device__ __forceinline__ void normalize(SoftmaxState<C>& st, const SmemMap<C>&
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// Narrow tiles (at most 16 valid rows). Every warp works on local rows 0-15; warp n of the
+// CTA (0..7) owns KV columns [8 n, 8 n + 8) in QK (when n < kNarrowQkWarps) and output dims
+// [n CKV / 8, (n + 1) CKV / 8) in PV. The accumulator rows of a thread are lane / 4 and
+// lane / 4 + 8, in QK (m16n8 blocks: [0,1] row lane / 4, [2,3] row lane / 4 + 8) and in PV.
+template <typename C>
+using NarrowState = SoftmaxState<C, C::kNarrowPvBlocks>;
+
+__device__ __forceinline__ int cta_warp(const ThreadRole& role) { return role.tid / 32; }
+
+template <typename C>
+__device__ __forceinline__ bool narrow_qk_warp(const ThreadRole& role) {
+  return C::kNarrowQkWarps == C::kWarps || cta_warp(role) < C::kNarrowQkWarps;
+}
+
+template <typename C, int ROW_CHUNKS>
+__device__ __forceinline__ void accumulate_qk_narrow(float (&s)[C::kNarrowQkN8][4], uint32_t q_base,
+                                                     uint32_t k_base, const ThreadRole& role) {
+  using DType = typename C::DType;
+  const FragmentAddress<ROW_CHUNKS> q_addr(role.lane % 16, role.lane / 16);
+  // ldmatrix.x2: lanes 0-7 give tokens 0-7 of the k-step's first chunk, lanes 8-15 the second.
+  const FragmentAddress<ROW_CHUNKS> k_addr(cta_warp(role) * 8 * C::kNarrowQkN8 + role.lane % 8,
+                                           (role.lane / 8) % 2);
+#pragma unroll
+  for (int step = 0; step < ROW_CHUNKS / 2; ++step) {
+    uint32_t a[4];
+    ldmatrix_x4(a, q_base + q_addr.step(step));
+#pragma unroll
+    for (int b = 0; b < C::kNarrowQkN8; ++b) {
+      uint32_t k[2];
+      ldmatrix_x2(k, k_base + k_addr.step(step) + b * 8 * ROW_CHUNKS * 16);
+      mma_16x8x16<DType>(s[b], a, k[0], k[1]);
+    }
+  }
+}
+
+template <typename C>
+__device__ __forceinline__ void compute_qk_narrow(float (&s)[C::kNarrowQkN8][4], const SmemMap<C>& sm,
+                                                  int stage, const ThreadRole& role) {
+#pragma unroll
+  for (int b = 0; b < C::kNarrowQkN8; ++b)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) s[b][r] = 0.f;
+  accumulate_qk_narrow<C, C::kKpeChunks>(s, sm.q_pe, sm.kpe_p(stage), role);
+  accumulate_qk_narrow<C, C::kCkvChunks>(s, sm.q_nope, sm.ckv(stage), role);
+}
+
+template <typename C>
+__device__ __forceinline__ void mask_scores_narrow(float (&s)[C::kNarrowQkN8][4], const TileContext& t,
+                                                   int tile, const ThreadRole& role) {
+  const int32_t col0 = t.kv_start + tile * C::kKvTile + cta_warp(role) * 8 * C::kNarrowQkN8 +
+                       2 * (role.lane % 4);
+#pragma unroll
+  for (int b = 0; b < C::kNarrowQkN8; ++b)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      if (col0 + 8 * b + (r % 2) >= t.row_limit[r / 2]) s[b][r] = neg_inf();
+}
+
+// Row maxima of all QK warps through shared memory, rescale of O and the row sums, and the
+// probabilities of this warp's columns into the stage's P tile (rows 0-15).
+template <typename C>
+__device__ __forceinline__ void update_softmax_narrow(float (&s)[C::kNarrowQkN8][4], NarrowState<C>& st,
+                                                      const SmemMap<C>& sm, int stage, float scale_log2,
+                                                      const ThreadRole& role) {
+  using DType = typename C::DType;
+  const int w8 = cta_warp(role);
+  const bool qk_warp = narrow_qk_warp<C>(role);
+  if (qk_warp) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float mx = neg_inf();
+#pragma unroll
+      for (int b = 0; b < C::kNarrowQkN8; ++b) mx = fmaxf(mx, fmaxf(s[b][2 * j], s[b][2 * j + 1]));
+      mx = quad_max(mx);
+      if (role.lane % 4 == 0) sm.row_exchange[w8 * 16 + role.lane / 4 + 8 * j] = mx;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    float m_tile = st.m[j];
+#pragma unroll
+    for (int w = 0; w < C::kNarrowQkWarps; ++w)
+      m_tile = fmaxf(m_tile, sm.row_exchange[w * 16 + role.lane / 4 + 8 * j]);
+    const float base = m_tile == neg_inf() ? 0.f : m_tile * scale_log2;
+    const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
+    st.m[j] = m_tile;
+    st.d[j] *= rescale;
+#pragma unroll
+    for (int b = 0; b < C::kNarrowPvBlocks; ++b) {
+      st.o[b][2 * j] *= rescale;
+      st.o[b][2 * j + 1] *= rescale;
+      st.o[b][2 * j + 4] *= rescale;
+      st.o[b][2 * j + 5] *= rescale;
+    }
+    if (qk_warp) {
+#pragma unroll
+      for (int b = 0; b < C::kNarrowQkN8; ++b) {
+        s[b][2 * j] = fast_exp2(s[b][2 * j] * scale_log2 - base);
+        s[b][2 * j + 1] = fast_exp2(s[b][2 * j + 1] * scale_log2 - base);
+        st.d[j] += s[b][2 * j] + s[b][2 * j + 1];
+      }
+    }
+  }
+  if (qk_warp) {
+    using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
+    const uint32_t p_base = sm.kpe_p(stage);  // free: every warp is past QK (barrier above)
+#pragma unroll
+    for (int b = 0; b < C::kNarrowQkN8; ++b) {
+      const int chunk = w8 * C::kNarrowQkN8 + b;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t addr = p_base + PSwizzle::byte_offset(role.lane / 4 + 8 * j, chunk) + 4 * (role.lane % 4);
+        const uint32_t v = Dtype16<DType>::pack(s[b][2 * j], s[b][2 * j + 1]);
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+      }
+    }
+  }
+}
+
+// o(16 rows x this warp's dims) += P(16 x KV_TILE, from shared memory) . ckv.
+template <typename C>
+__device__ __forceinline__ void compute_pv_narrow(NarrowState<C>& st, const SmemMap<C>& sm, int stage,
+                                                  const ThreadRole& role) {
+  using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
+  __syncthreads();  // every warp's P is in shared memory
+  const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                              cta_warp(role) * (C::kCkvChunks / C::kWarps) + role.lane / 16);
+  const uint32_t p_base = sm.kpe_p(stage);
+#pragma unroll
+  for (int kk = 0; kk < C::kKvTile / 16; ++kk) {
+    uint32_t p[4];
+    ldmatrix_x4(p, p_base + PSwizzle::byte_offset(role.lane % 16, 2 * kk + role.lane / 16));
+    accumulate_pv_block<C, C::kNarrowPvBlocks>(st, p, sm.ckv(stage), 16 * kk, v_addr);
+  }
+}
+
+// Row sums over the QK warps, then as normalize.
+template <typename C>
+__device__ __forceinline__ void normalize_narrow(NarrowState<C>& st, const SmemMap<C>& sm,
+                                                 float scale_log2, float (&lse)[2], const ThreadRole& role) {
+  // The last reads of the max exchange are separated from these writes by the P barrier.
+  if (narrow_qk_warp<C>(role)) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float d = quad_sum(st.d[j]);
+      if (role.lane % 4 == 0) sm.row_exchange[cta_warp(role) * 16 + role.lane / 4 + 8 * j] = d;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    float d = 0.f;
+#pragma unroll
+    for (int w = 0; w < C::kNarrowQkWarps; ++w) d += sm.row_exchange[w * 16 + role.lane / 4 + 8 * j];
+    const bool empty = st.m[j] == neg_inf() || !(d > 0.f);
+    const float inv = empty ? 0.f : 1.f / d;
+    lse[j] = empty ? neg_inf() : st.m[j] * scale_log2 + fast_log2(d);
+#pragma unroll
+    for (int b = 0; b < C::kNarrowPvBlocks; ++b) {
+      st.o[b][2 * j] *= inv;
+      st.o[b][2 * j + 1] *= inv;
+      st.o[b][2 * j + 4] *= inv;
+      st.o[b][2 * j + 5] *= inv;
+    }
+  }
+}
+
 // Stage: write_output. O goes through shared memory so that global stores are whole 128-byte
 // rows; the final output or the partial buffer, and the LSE (written by warpgroup 0).
-template <typename C>
-__device__ __forceinline__ void write_output(const MlaParams& p, SoftmaxState<C>& st,
+template <typename C, bool NARROW>
+__device__ __forceinline__ void write_output(const MlaParams& p,
+                                             SoftmaxState<C, NARROW ? C::kNarrowPvBlocks : C::kPvDimBlocks>& st,
                                              const float (&lse)[2], const SmemMap<C>& sm,
                                              const TileContext& t, const ThreadRole& role) {
   using DType = typename C::DType;
   using OSwizzle = Swizzle<C::kCkvChunks>;
   __syncthreads();  // everyone is done with Q / KV, which the staging area overlays
-  const int orow = role.warp * 16 + role.lane % 16;
+  const int orow = NARROW ? role.lane % 16 : role.warp * 16 + role.lane % 16;
+  const int ochunk0 = NARROW ? cta_warp(role) * (C::kCkvChunks / C::kWarps) : role.group * (C::kCkvChunks / 2);
 #pragma unroll
-  for (int b = 0; b < C::kPvDimBlocks; ++b) {
+  for (int b = 0; b < (NARROW ? C::kNarrowPvBlocks : C::kPvDimBlocks); ++b) {
     uint32_t packed[4];
     pack_fragment<DType>(packed, st.o[b]);
-    stmatrix_x4(sm.o + OSwizzle::byte_offset(orow, role.group * (C::kCkvChunks / 2) + 2 * b + role.lane / 16),
-                packed);
+    stmatrix_x4(sm.o + OSwizzle::byte_offset(orow, ochunk0 + 2 * b + role.lane / 16), packed);
   }
   const bool partial = t.partial_row >= 0;
   const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kQTile;
-  if (role.group == 0 && role.lane % 4 == 0) {
+  if ((NARROW ? cta_warp(role) == 0 : role.group == 0) && role.lane % 4 == 0) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const int row = role.acc_row(j);
+      const int row = NARROW ? role.lane / 4 + 8 * j : role.acc_row(j);
       if (row < t.rows) {
         if (partial) {
           p.partial_lse[partial_row0 + row] = lse[j];
@@ -550,23 +750,36 @@ __device__ __forceinline__ void write_output(const MlaParams& p, SoftmaxState<C>
   }
 }
 
-// One work item: this CTA's 64 rows of a query tile against one KV chunk.
+// The KV loop of a narrow tile (rows <= 16), normalisation and output.
 template <typename C>
-__device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>& sm,
-                                            const MlaWorkItem& item, const ThreadRole& role) {
-  const TileContext t = make_context<C>(p, item, role);
-  if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
+__device__ __forceinline__ void attend_narrow(const MlaParams& p, const SmemMap<C>& sm,
+                                                   const TileContext& t, const ThreadRole& role) {
+  NarrowState<C> st;
+  st.init();
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    advance_pipeline<C>(p, sm, t, role, tile);
+    const int stage = tile % C::kStages;
+    float s[C::kNarrowQkN8][4];
+    if (narrow_qk_warp<C>(role)) {
+      compute_qk_narrow<C>(s, sm, stage, role);
+      if (t.kv_start + (tile + 1) * C::kKvTile > t.unmasked_end) mask_scores_narrow<C>(s, t, tile, role);
+    }
+    update_softmax_narrow<C>(s, st, sm, stage, p.sm_scale_log2, role);
+    compute_pv_narrow<C>(st, sm, stage, role);
+  }
+  cp_async_wait<0>();
+  float lse[2];
+  normalize_narrow<C>(st, sm, p.sm_scale_log2, lse, role);
+  write_output<C, true>(p, st, lse, sm, t, role);
+}
+
+// The KV loop of a full tile, normalisation and output.
+template <typename C>
+__device__ __forceinline__ void attend_wide(const MlaParams& p, const SmemMap<C>& sm,
+                                            const TileContext& t, const ThreadRole& role) {
   SoftmaxState<C> st;
   st.init();
-  __syncthreads();  // the previous item's output staging has been read
-  if (t.num_tiles > 0) {
-    load_q<C>(p, sm, t, role);  // joins the first KV tile's cp.async group
-#pragma unroll
-    for (int tile = 0; tile < C::kStages - 1; ++tile) {
-      if (tile < t.num_tiles) load_kv<C>(p, sm, t, role, tile, tile);
-      cp_async_commit();
-    }
-  }
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     advance_pipeline<C>(p, sm, t, role, tile);
@@ -580,7 +793,29 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
   cp_async_wait<0>();
   float lse[2];
   normalize<C>(st, sm, p.sm_scale_log2, lse, role);
-  write_output<C>(p, st, lse, sm, t, role);
+  write_output<C, false>(p, st, lse, sm, t, role);
+}
+
+// One work item: this CTA's 64 rows of a query tile against one KV chunk.
+template <typename C>
+__device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>& sm,
+                                            const MlaWorkItem& item, const ThreadRole& role) {
+  const TileContext t = make_context<C>(p, item, role);
+  if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
+  __syncthreads();  // the previous item's output staging has been read
+  if (t.num_tiles > 0) {
+    load_q<C>(p, sm, t, role);  // joins the first KV tile's cp.async group
+#pragma unroll
+    for (int tile = 0; tile < C::kStages - 1; ++tile) {
+      if (tile < t.num_tiles) load_kv<C>(p, sm, t, role, tile, tile);
+      cp_async_commit();
+    }
+  }
+  if (C::kNarrowTiles && t.narrow) {
+    attend_narrow<C>(p, sm, t, role);
+  } else {
+    attend_wide<C>(p, sm, t, role);
+  }
 }
 
 template <typename Config>

@@ -2,8 +2,6 @@
 // list and prune do to a cache directory. Also the fleet matrix and the JSON writer directly.
 #include <catch2/catch.hpp>
 
-#include "mlajit/error.h"
-
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +21,7 @@
 #include "jit/disk_cache.h"
 #include "jit/fleet_matrix.h"
 #include "jit/tile_config.h"
+#include "mlajit/error.h"
 #include "mlajit/kernel_spec.h"
 #include "tools/json_writer.h"
 
@@ -505,7 +504,7 @@ TEST_CASE("list --json agrees with the entry files on disk") {
   CHECK(empty.out.find("0 entries") != std::string::npos);
 }
 
-TEST_CASE("mlajit prune removes the least recently used entries until the budget holds") {
+TEST_CASE("mlajit prune keeps the user cache within --max-size, newest entries first") {
   REQUIRE_CLI_BUILT();
   TempDir cache;
   fill_cache(cache.path(), 8, 4000);
@@ -624,7 +623,8 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   const CliRun list = run_cli("list --json --cache-dir " + shell_quote(out.path()), cache.path());
   REQUIRE(list.exit_code == 0);
   std::set<std::string> listed, built;
-  for (const auto& entry : parse_json(list.out)["entries"].items) {
+  const JsonValue listing = parse_json(list.out);
+  for (const auto& entry : listing["entries"].items) {
     CHECK(entry["verifies"].boolean);
     listed.insert(entry["spec"].text);
   }
@@ -635,6 +635,7 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   const CliRun text = run_cli("precompile --arch sm_90 --dtype bf16 --head-dims 512/64 --causal 0 "
                               "--out " + shell_quote(out.path()), cache.path());
   CHECK(text.exit_code == 0);
-  CHECK(text.err.find("[1/1] cached") != std::string::npos);
+  CHECK(text.err.find("[1/1] ") == 0);
+  CHECK(text.err.find("| cached   mla_fa2;") != std::string::npos);
   CHECK(text.out.find("compiled") != std::string::npos);
 }

@@ -121,6 +121,15 @@ void print_table(const std::vector<MlaBenchResult>& results) {
               "H200, shared/perf/baseline.md\n");
 }
 
+// RFC 4180: a field holding a comma, quote or newline is quoted, quotes doubled. The ragged
+// shape's label ("ragged U[1,8192]") has a comma.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 std::string csv_text(const std::vector<MlaBenchResult>& results) {
   std::string csv =
       "heads,batch,kv_len,page,q_len,variant,dtype,causal,tier,median_us,min_us,max_us,gbps,"
@@ -129,15 +138,14 @@ std::string csv_text(const std::vector<MlaBenchResult>& results) {
     csv += fmt::format(
         "{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.3f},{},{},{},{},{},{},{}\n",
         r.shape.num_heads, batch_of(r.shape), kv_len_text(r.shape), r.shape.page_size,
-        r.shape.q_len, variant_of(r.shape), dtype_name(r.shape.dtype), r.shape.causal ? 1 : 0,
+        r.shape.q_len, csv_field(variant_of(r.shape)), dtype_name(r.shape.dtype), r.shape.causal ? 1 : 0,
         r.plan.tier, r.median_us, r.min_us, r.max_us, r.gbps, r.tflops,
         optional_number(r.reference_fa2_us, "{:.1f}"), optional_number(r.reference_fa3_us, "{:.1f}"),
         optional_number(r.reference_flashmla_us, "{:.1f}"),
         optional_number(ratio(r.reference_fa2_us, r.median_us), "{:.3f}"),
         optional_number(ratio(r.reference_fa3_us, r.median_us), "{:.3f}"),
         optional_number(ratio(r.reference_flashmla_us, r.median_us), "{:.3f}"),
-        // The spec text has ';' but no ',' or '"': safe unquoted in CSV.
-        r.spec);
+        csv_field(r.spec));
   }
   return csv;
 }

@@ -72,13 +72,14 @@ class Json {
  private:
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
 
+  // The shortest %g form that reads back exactly (0.1 rather than 0.10000000000000001).
   static std::string number_text(double value) {
     char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.17g", value);
-    // Prefer the short form when it reads back exactly (0.1 rather than 0.10000000000000001).
-    char shorter[32];
-    std::snprintf(shorter, sizeof shorter, "%.6g", value);
-    return std::strtod(shorter, nullptr) == value ? shorter : buffer;
+    for (int precision = 6; precision <= 17; ++precision) {
+      std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+      if (std::strtod(buffer, nullptr) == value) break;
+    }
+    return buffer;
   }
 
   static std::string escape_ascii(unsigned char c) {

@@ -45,6 +45,17 @@ int run_command(const std::string& name, const Command& command) {
   }
 }
 
+// CLI11 reports an unknown command word as "A subcommand is required": name it instead.
+std::string unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  std::string known;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == argv[1]) return "";
+    known += (known.empty() ? "" : ", ") + sub->get_name();
+  }
+  return std::string("unknown command '") + argv[1] + "'; commands: " + known;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +67,10 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands{add_precompile_command(app), add_list_command(app),
                                       add_info_command(app),       add_verify_command(app),
                                       add_bench_command(app),      add_prune_command(app)};
+  if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
+    std::fprintf(stderr, "mlajit: usage error: %s (see mlajit --help)\n", unknown.c_str());
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -34,8 +34,10 @@ std::string Progress::line(const std::string& status, const std::string& item) c
   const double elapsed = elapsed_seconds();
   const double eta = done_ == 0 ? 0 : elapsed / done_ * (total_ - done_);
   const int width = static_cast<int>(std::to_string(total_).size());
-  return fmt::format("[{:>{}}/{}] {:<8} {}  ({} elapsed, ETA {})", done_, width, total_, status,
-                     item, human_seconds(elapsed), done_ == total_ ? "0 s" : human_seconds(eta));
+  // The item goes last: on a narrow terminal it is the part cut off, not the times.
+  return fmt::format("[{:>{}}/{}] {} elapsed, ETA {} | {:<8} {}", done_, width, total_,
+                     human_seconds(elapsed), done_ == total_ ? "0 s" : human_seconds(eta), status,
+                     item);
 }
 
 void Progress::item_done(const std::string& status, const std::string& item) {

@@ -11,8 +11,10 @@
 // Thread safety: one object must not be used from two threads at once; distinct objects may.
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "mlajit/error.h"
+#include "mlajit/export.h"
 #include "mlajit/kernel_spec.h"
 
 namespace mlajit {
@@ -81,7 +83,7 @@ struct MlaPlanInfo {
   double busiest_to_mean = 0;  // modelled load balance over CTA pairs
 };
 
-class BatchMlaAttention {
+class MLAJIT_API BatchMlaAttention {
  public:
   explicit BatchMlaAttention(const MlaShape& shape, const MlaOptions& options = {});
   ~BatchMlaAttention();

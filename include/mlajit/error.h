@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "mlajit/export.h"
+
 namespace mlajit {
 
 enum class ErrorCode : int {
@@ -20,9 +22,9 @@ enum class ErrorCode : int {
   kInternal = 10,        // a broken invariant inside the library: please report it
 };
 
-const char* error_code_name(ErrorCode code) noexcept;
+MLAJIT_API const char* error_code_name(ErrorCode code) noexcept;
 
-class Error : public std::runtime_error {
+class MLAJIT_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message);
   ErrorCode code() const noexcept { return code_; }

@@ -4,17 +4,19 @@
 #include <cstdint>
 #include <string>
 
+#include "mlajit/export.h"
+
 namespace mlajit {
 
 enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
 
-const char* dtype_name(DType dtype) noexcept;  // "f16" / "bf16"
-DType parse_dtype(const std::string& text);    // throws Error(kInvalidArgument)
-int dtype_size(DType dtype) noexcept;          // bytes per element
+MLAJIT_API const char* dtype_name(DType dtype) noexcept;  // "f16" / "bf16"
+MLAJIT_API DType parse_dtype(const std::string& text);    // throws Error(kInvalidArgument)
+MLAJIT_API int dtype_size(DType dtype) noexcept;          // bytes per element
 
 // One shared-memory configuration of the MLA kernel (the reference's three tiers are the
 // candidates; see tile_config.h for how one is chosen).
-struct TileConfig {
+struct MLAJIT_API TileConfig {
   int num_stages = 2;  // KV tiles in flight
   int kv_tile = 64;    // KV tokens per tile
   bool qk_shard = true;  // split QK over the two warpgroups along KV
@@ -24,7 +26,7 @@ struct TileConfig {
   bool operator!=(const TileConfig& other) const { return !(*this == other); }
 };
 
-struct KernelSpec {
+struct MLAJIT_API KernelSpec {
   std::string family = "mla_fa2";  // kernel family; "grid_barrier_demo" for the JIT demo
   DType q_dtype = DType::kBFloat16;
   DType kv_dtype = DType::kBFloat16;

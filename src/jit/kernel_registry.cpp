@@ -88,6 +88,13 @@ CacheKey KernelRegistry::key_for(const KernelSpec& spec) const {
 }
 
 CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
+  const std::string spec_text = spec.text();
+  {
+    // Hot path: a spec seen before in this process needs no codegen, hashing or disk.
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = compiled_.find(spec_text);
+    if (it != compiled_.end()) return it->second;
+  }
   GeneratedProgram program = generate_program(spec);
   CompiledKernel compiled;
   compiled.key = key_for(spec);
@@ -110,6 +117,10 @@ CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
   });
   compiled.metadata = KernelMetadata::parse(entry.metadata);
   compiled.image = std::move(entry.payload);
+  std::lock_guard<std::mutex> lock(mutex_);
+  CompiledKernel remembered = compiled;
+  remembered.from_cache = true;  // later callers find it in memory
+  compiled_.emplace(spec_text, std::move(remembered));
   return compiled;
 }
 

@@ -62,6 +62,7 @@ class KernelRegistry {
   std::unique_ptr<DiskCache> cache_;
   std::mutex mutex_;
   std::map<std::pair<std::string, int>, std::shared_ptr<const LoadedKernel>> loaded_;
+  std::map<std::string, CompiledKernel> compiled_;  // by spec text
 };
 
 // Bumped whenever the cache entry's meaning changes without the kernel source changing.

@@ -152,3 +152,32 @@ TEST_CASE("natural-log LSE and runs without LSE", "[gpu]") {
 }
 
 }  // namespace mlajit
+
+namespace mlajit {
+
+// Small shapes, one per tier and launch path, for compute-sanitizer (memcheck, racecheck,
+// synccheck): hidden from the default run, selected with the tag.
+TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 1000;
+  for (int tier : {1, 2, 3}) {
+    for (bool two_launch : {false, true}) {
+      MlaShape shape;
+      shape.num_heads = 16;
+      shape.page_size = 16;
+      shape.causal = true;
+      auto check = make_random_case("sanitize tier " + std::to_string(tier) +
+                                        (two_launch ? " two-launch" : " cooperative"),
+                                    shape, 2, 2, 100, 300, ++seed);
+      check.options.force_tier = tier;
+      check.options.force_two_launch = two_launch;
+      check.options.cluster_size = 1;  // forces the merge path even when nothing splits
+      const MlaCheckResult result = run_mla_check(check);
+      std::printf("%-40s out %.2e lse %.2e\n", check.name.c_str(), result.out_error,
+                  result.lse_error);
+      CHECK(result.passed(1e-2));
+    }
+  }
+}
+
+}  // namespace mlajit

@@ -1,0 +1,229 @@
+/* mlajit C ABI: batched Multi-head Latent Attention over a paged, compressed KV cache, for
+ * programs in C and for language bindings (Python ctypes, Rust, Go, ...). Pure C99; also
+ * compiles as C++. Everything the C++ API (attention.h, runtime.h, device_memory.h) can do.
+ *
+ * Rules of the ABI
+ * - Every function returns mlajit_status (MLAJIT_OK = 0) unless it cannot fail. No C++
+ *   exception crosses it; out-of-memory is MLAJIT_ERROR_OUT_OF_MEMORY.
+ * - mlajit_last_error() is the message of the last call made on the calling thread: "" after
+ *   a success, and after a failure a sentence naming what was wrong, the value and what would
+ *   be right. The pointer stays valid until that thread's next mlajit call.
+ * - Structs passed in or out start with `struct_size`: set it with the *_init() function (or
+ *   to sizeof(the struct)). A later version of this header may append fields; the library then
+ *   reads only the first struct_size bytes and uses defaults for the rest. A struct_size
+ *   smaller than this version's first layout is MLAJIT_ERROR_INVALID_ARGUMENT; one larger than
+ *   the loaded library knows is MLAJIT_ERROR_UNSUPPORTED (the program was built against a
+ *   newer mlajit.h than the library it runs with).
+ * - Streams are CUstream / cudaStream_t values passed as void*; NULL is the legacy default
+ *   stream. Device pointers are plain addresses (void*).
+ * - Threads: a handle must not be used by two threads at once; distinct handles may, and the
+ *   process-wide functions are thread-safe.
+ * - Nothing here loads CUDA at library load time: without a driver, the calls that need a GPU
+ *   fail with MLAJIT_ERROR_NO_DRIVER and say why; version, spec and precompile calls work.
+ */
+#ifndef MLAJIT_MLAJIT_H_
+#define MLAJIT_MLAJIT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlajit/export.h"
+#include "mlajit/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes: 1..10 mirror mlajit::ErrorCode. */
+typedef enum mlajit_status {
+  MLAJIT_OK = 0,
+  MLAJIT_ERROR_INVALID_ARGUMENT = 1, /* a value outside what is documented */
+  MLAJIT_ERROR_UNSUPPORTED = 2,      /* valid, but this build or device cannot serve it */
+  MLAJIT_ERROR_NO_DRIVER = 3,        /* libcuda.so.1 could not be loaded, or cuInit failed */
+  MLAJIT_ERROR_NO_DEVICE = 4,        /* no CUDA device, or the ordinal is out of range */
+  MLAJIT_ERROR_CUDA = 5,             /* a CUDA driver call failed */
+  MLAJIT_ERROR_NO_COMPILER = 6,      /* libnvrtc could not be loaded */
+  MLAJIT_ERROR_COMPILE = 7,          /* NVRTC rejected the program (log in the message) */
+  MLAJIT_ERROR_CACHE_MISS = 8,       /* MLAJIT_NO_JIT is set and no cache holds the kernel */
+  MLAJIT_ERROR_IO = 9,               /* a file operation failed */
+  MLAJIT_ERROR_INTERNAL = 10,        /* a broken invariant inside the library: please report */
+  MLAJIT_ERROR_OUT_OF_MEMORY = 11    /* host memory ran out */
+} mlajit_status;
+
+typedef enum mlajit_dtype { MLAJIT_FLOAT16 = 0, MLAJIT_BFLOAT16 = 1 } mlajit_dtype;
+typedef enum mlajit_lse_base { MLAJIT_LSE_BASE2 = 0, MLAJIT_LSE_NATURAL = 1 } mlajit_lse_base;
+
+/* ---- version and errors ------------------------------------------------------------- */
+
+/* The loaded library's version, e.g. "0.1.0" (MLAJIT_VERSION_STRING is the header's). */
+MLAJIT_API const char* mlajit_version(void);
+/* The same as numbers; any pointer may be NULL. */
+MLAJIT_API void mlajit_version_numbers(int* major, int* minor, int* patch);
+/* The last message on this thread ("" after a success). Never NULL. */
+MLAJIT_API const char* mlajit_last_error(void);
+/* A short name of a status: "ok", "invalid argument", ... Never NULL. */
+MLAJIT_API const char* mlajit_status_name(mlajit_status status);
+
+/* ---- the attention object -------------------------------------------------------------- */
+
+typedef struct mlajit_attention mlajit_attention_t; /* opaque */
+
+/* What an attention object computes; fixed for its life. Defaults: DeepSeek-V3 (128 heads,
+ * ckv 512, kpe 64, page 64, bf16, not causal). */
+typedef struct mlajit_shape {
+  size_t struct_size;
+  int32_t num_heads;    /* query heads, 1..128 */
+  int32_t head_dim_ckv; /* 512 (with kpe 64) or 256 (with kpe 32) */
+  int32_t head_dim_kpe;
+  int32_t page_size;    /* KV tokens per page, >= 1 */
+  mlajit_dtype dtype;   /* of q, the KV cache and the output alike */
+  int32_t causal;       /* 0/1; bottom-right aligned */
+} mlajit_shape;
+
+typedef struct mlajit_options {
+  size_t struct_size;
+  int32_t device;             /* CUDA ordinal; -1: the current context's device, else 0 */
+  int32_t force_tier;         /* 0: from the device's shared memory; 1..3: force (debug) */
+  int32_t cluster_size;       /* 0: per plan; 1 or 2: pinned grid (use with CUDA graphs) */
+  int32_t force_two_launch;   /* 0/1: the non-cooperative attention + merge path */
+  mlajit_lse_base lse_base;
+  uint64_t workspace_bytes;   /* device workspace reserved up front (0: grow on demand) */
+  int32_t validate_kv_indices; /* 0/1: plan() checks every host page id against num_pages */
+} mlajit_options;
+
+/* Ragged batch: host arrays, read during mlajit_attention_plan() only. */
+typedef struct mlajit_batch {
+  size_t struct_size;
+  const int32_t* qo_indptr;  /* [batch_size + 1] query-token offsets, qo_indptr[0] = 0 */
+  const int32_t* kv_indptr;  /* [batch_size + 1] offsets into kv_indices (pages) */
+  const int32_t* kv_len;     /* [batch_size] valid KV tokens of each request */
+  int32_t batch_size;
+  const int32_t* kv_indices; /* host copy; required with validate_kv_indices */
+  int64_t num_pages;         /* pages in the cache; required with validate_kv_indices */
+} mlajit_batch;
+
+/* Device pointers and strides in ELEMENTS for one run. The last dimension of every tensor is
+ * contiguous; pointers 16-byte aligned, strides multiples of 8 elements. */
+typedef struct mlajit_run_args {
+  size_t struct_size;
+  const void* q_nope; /* [num_tokens][num_heads][head_dim_ckv] */
+  int64_t q_nope_stride_token, q_nope_stride_head;
+  const void* q_pe;   /* [num_tokens][num_heads][head_dim_kpe] */
+  int64_t q_pe_stride_token, q_pe_stride_head;
+  const void* ckv;    /* [num_pages][page_size][head_dim_ckv] */
+  int64_t ckv_stride_page, ckv_stride_token;
+  const void* kpe;    /* [num_pages][page_size][head_dim_kpe] */
+  int64_t kpe_stride_page, kpe_stride_token;
+  const int32_t* kv_indices; /* device page ids, CSR by the plan's kv_indptr */
+  void* out;          /* [num_tokens][num_heads][head_dim_ckv], dtype of the shape */
+  int64_t out_stride_token, out_stride_head;
+  float* lse;         /* optional (NULL), float32 [num_tokens][num_heads] dense */
+  int64_t num_tokens; /* must equal qo_indptr[batch_size] of the plan */
+  float sm_scale;     /* softmax scale, e.g. 1/sqrt(192) for DeepSeek */
+} mlajit_run_args;
+
+typedef struct mlajit_plan_info {
+  size_t struct_size;
+  int32_t cluster_size, grid_ctas, work_items, split_tiles_rows;
+  int32_t tier;       /* 1..3 */
+  int32_t two_launch; /* 0/1 */
+  double busiest_to_mean;
+} mlajit_plan_info;
+
+/* Fill a struct with its defaults and struct_size. */
+MLAJIT_API void mlajit_shape_init(mlajit_shape* shape);
+MLAJIT_API void mlajit_options_init(mlajit_options* options);
+MLAJIT_API void mlajit_batch_init(mlajit_batch* batch);
+MLAJIT_API void mlajit_run_args_init(mlajit_run_args* args);
+
+/* Builds the object: checks the shape, loads (or compiles) the kernel for the device. `options`
+ * may be NULL (defaults). On failure *out is set to NULL. */
+MLAJIT_API mlajit_status mlajit_attention_create(const mlajit_shape* shape,
+                                                 const mlajit_options* options,
+                                                 mlajit_attention_t** out);
+/* NULL is a no-op. Waits for nothing: the caller keeps its runs' streams alive until done. */
+MLAJIT_API void mlajit_attention_destroy(mlajit_attention_t* attention);
+/* Host work + one async copy on `stream` whenever the batch changes; no device sync. */
+MLAJIT_API mlajit_status mlajit_attention_plan(mlajit_attention_t* attention,
+                                               const mlajit_batch* batch, void* stream);
+/* Launches on `stream`; CUDA-graph capturable. */
+MLAJIT_API mlajit_status mlajit_attention_run(mlajit_attention_t* attention,
+                                              const mlajit_run_args* args, void* stream);
+MLAJIT_API mlajit_status mlajit_attention_plan_info(const mlajit_attention_t* attention,
+                                                    mlajit_plan_info* info);
+/* The kernel spec text the object runs, NUL-terminated into buffer[size]; *needed (may be
+ * NULL) gets the length + 1. A too-small buffer is MLAJIT_ERROR_INVALID_ARGUMENT. */
+MLAJIT_API mlajit_status mlajit_attention_spec_text(const mlajit_attention_t* attention,
+                                                    char* buffer, size_t size, size_t* needed);
+
+/* ---- devices and tile configs ---------------------------------------------------------- */
+
+typedef struct mlajit_device_info {
+  size_t struct_size;
+  int32_t ordinal;
+  char name[256];
+  char arch[32];   /* "sm_90" */
+  int32_t cc_major, cc_minor, sm_count;
+  int32_t smem_per_sm, smem_per_block_optin; /* bytes */
+  int32_t cooperative_launch;                /* 0/1 */
+} mlajit_device_info;
+
+typedef struct mlajit_tile_info {
+  size_t struct_size;
+  int32_t num_stages, kv_tile, qk_shard, q_tile;
+  int32_t tier;         /* 1..3 */
+  int32_t shared_bytes; /* dynamic shared memory of one CTA */
+  char spec_text[512];
+} mlajit_tile_info;
+
+/* 1 when the CUDA driver loads and initialises, else 0 (the reason: mlajit_last_error()). */
+MLAJIT_API int mlajit_driver_available(void);
+MLAJIT_API mlajit_status mlajit_device_count(int* count);
+MLAJIT_API mlajit_status mlajit_device_info_get(int ordinal, mlajit_device_info* info);
+/* The tile config a shape gets on a device, or on an arch's built-in profile (no GPU). */
+MLAJIT_API mlajit_status mlajit_tile_for_device(int ordinal, const mlajit_shape* shape,
+                                                mlajit_tile_info* info);
+MLAJIT_API mlajit_status mlajit_tile_for_arch(const char* arch, const mlajit_shape* shape,
+                                              mlajit_tile_info* info);
+
+/* ---- kernel cache ---------------------------------------------------------------------- */
+
+typedef struct mlajit_cache_stats {
+  size_t struct_size;
+  uint64_t memory_hits, disk_hits, misses, builds, bad_entries;
+  double build_seconds;
+  int32_t user_dir_writable, no_jit; /* 0/1 */
+  char user_dir[4096];               /* "" = memory only; truncated if longer */
+} mlajit_cache_stats;
+
+typedef struct mlajit_precompile_result {
+  size_t struct_size;
+  int32_t from_cache;     /* 1: was cached already */
+  uint64_t bytes;         /* cubin/PTX size */
+  double compile_seconds;
+  char key[64];           /* cache key, hex */
+} mlajit_precompile_result;
+
+MLAJIT_API mlajit_status mlajit_cache_stats_get(mlajit_cache_stats* stats);
+/* Compiles the kernel of a spec text (as `mlajit list` prints, e.g. "mla_fa2;q=bf16;...;
+ * arch=sm_90") into the cache. Needs NVRTC, no GPU. `result` may be NULL. */
+MLAJIT_API mlajit_status mlajit_precompile(const char* spec_text,
+                                           mlajit_precompile_result* result);
+
+/* ---- device memory (for programs that link no CUDA library) ---------------------------- */
+
+/* Synchronous; 0 bytes gives *ptr = NULL. */
+MLAJIT_API mlajit_status mlajit_device_alloc(int ordinal, size_t bytes, void** ptr);
+/* NULL is a no-op; a pointer not from mlajit_device_alloc is MLAJIT_ERROR_INVALID_ARGUMENT. */
+MLAJIT_API mlajit_status mlajit_device_free(void* ptr);
+MLAJIT_API mlajit_status mlajit_memcpy_to_device(void* device_dst, const void* host_src,
+                                                 size_t bytes);
+MLAJIT_API mlajit_status mlajit_memcpy_to_host(void* host_dst, const void* device_src,
+                                               size_t bytes);
+MLAJIT_API mlajit_status mlajit_device_synchronize(int ordinal);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MLAJIT_MLAJIT_H_ */

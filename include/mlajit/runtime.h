@@ -1,0 +1,89 @@
+#pragma once
+// Process-wide queries and actions beside BatchMlaAttention: the library version, the CUDA
+// devices, the tile config a shape gets, the kernel cache, and compiling ahead of time.
+// Every function is safe to call from any thread. Failures throw mlajit::Error; without a
+// CUDA driver the device functions throw Error(kNoDriver) with the reason in the message,
+// while version(), tile_for_arch(), cache_stats() and precompile() need no GPU at all.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlajit/attention.h"
+#include "mlajit/export.h"
+#include "mlajit/kernel_spec.h"
+#include "mlajit/version.h"
+
+namespace mlajit {
+
+// The version of the loaded library, e.g. "0.1.0" (compare MLAJIT_VERSION_STRING, the
+// version of the headers the caller was compiled with).
+MLAJIT_API const char* version() noexcept;
+
+// One CUDA device as the library sees it.
+struct DeviceSummary {
+  int ordinal = 0;
+  std::string name;                 // e.g. "NVIDIA H200"
+  std::string arch;                 // NVRTC target of its kernels, e.g. "sm_90"
+  int cc_major = 0, cc_minor = 0;   // compute capability
+  int sm_count = 0;
+  int smem_per_sm = 0;              // bytes of shared memory per multiprocessor
+  int smem_per_block_optin = 0;     // bytes one block may opt into
+  bool cooperative_launch = false;  // false: BatchMlaAttention uses the two-launch path
+};
+
+// True when libcuda.so.1 loads and cuInit succeeds; never throws.
+MLAJIT_API bool driver_available() noexcept;
+// Why the driver is unusable ("" when it is usable); never throws.
+MLAJIT_API std::string driver_unavailable_reason() noexcept;
+// Visible devices (0 is possible). Throws Error(kNoDriver) without a driver.
+MLAJIT_API int device_count();
+MLAJIT_API std::vector<DeviceSummary> devices();
+// Throws Error(kNoDevice) for an ordinal outside [0, device_count()).
+MLAJIT_API DeviceSummary device_summary(int ordinal);
+
+// The tile config (shared-memory tier) a BatchMlaAttention of `shape` gets, and the kernel
+// spec it runs.
+struct TileChoice {
+  TileConfig tile;
+  int tier = 0;               // 1 (largest) .. 3; 0 when not one of the tiers
+  int shared_bytes = 0;       // dynamic shared memory of one CTA
+  std::string spec_text;      // KernelSpec::text() of the kernel
+};
+// On device `ordinal` (from its shared-memory limits). Throws as device_summary(), and
+// Error(kInvalidArgument / kUnsupported) for a shape the library does not serve.
+MLAJIT_API TileChoice tile_for(int ordinal, const MlaShape& shape);
+// For an arch from the built-in device profiles ("sm_80", "sm_90a", "90", ...), no GPU needed.
+// Throws Error(kInvalidArgument) listing the known archs.
+MLAJIT_API TileChoice tile_for_arch(const std::string& arch, const MlaShape& shape);
+
+// The process-wide kernel cache: where it lives and what it has done so far.
+struct CacheSummary {
+  uint64_t memory_hits = 0;    // kernels served from this process's memory
+  uint64_t disk_hits = 0;      // kernels read from a cache directory
+  uint64_t misses = 0;         // kernels that were in no layer
+  uint64_t builds = 0;         // NVRTC compiles done by this process
+  double build_seconds = 0;    // their total wall time
+  uint64_t bad_entries = 0;    // damaged entries quarantined and rebuilt
+  std::string user_dir;        // writable layer ($MLAJIT_CACHE_DIR ...); "" = memory only
+  bool user_dir_writable = false;
+  std::vector<std::string> read_only_dirs;  // shipped layers ($MLAJIT_CACHE_PATH)
+  bool no_jit = false;         // $MLAJIT_NO_JIT: a miss is an error
+};
+// The cache reads its environment once, on the first call that needs it (this one, a
+// precompile() or the first BatchMlaAttention).
+MLAJIT_API CacheSummary cache_stats();
+
+struct PrecompileResult {
+  std::string key;            // cache key (hex), the entry's file name
+  bool from_cache = false;    // true: it was cached already, nothing was compiled
+  uint64_t bytes = 0;         // size of the cubin (or PTX)
+  double compile_seconds = 0; // of the compile that built it (maybe in another process)
+};
+// Compiles `spec` into the kernel cache unless it is there already. Needs NVRTC, no GPU.
+// Throws Error(kNoCompiler), Error(kCompileError) with the NVRTC log, Error(kCacheMiss)
+// under MLAJIT_NO_JIT, Error(kIoError) for an unusable cache directory.
+MLAJIT_API PrecompileResult precompile(const KernelSpec& spec);
+// The same from KernelSpec::text(); throws Error(kInvalidArgument) naming a bad field.
+MLAJIT_API PrecompileResult precompile(const std::string& spec_text);
+
+}  // namespace mlajit

@@ -1,0 +1,186 @@
+"""BatchMlaAttention for Python: the C ABI through ctypes, on PyTorch tensors."""
+import ctypes
+
+from . import _capi
+from . import _tensors as T
+
+_DTYPES = {"bf16": T.BF16, "bfloat16": T.BF16, "f16": T.F16, "float16": T.F16, "half": T.F16}
+
+
+def _dtype_name(dtype):
+    text = str(dtype).replace("torch.", "")
+    if text not in _DTYPES:
+        raise TypeError(f"dtype {dtype!r} is not supported: expected bfloat16 or float16")
+    return _DTYPES[text]
+
+
+def _int32_array(name, values, length=None):
+    """Host int32 array from a list, a numpy array or a CPU torch tensor."""
+    if hasattr(values, "device") and getattr(values.device, "type", "cpu") != "cpu":
+        raise ValueError(f"{name} must be on the host (plan() reads it on the CPU), got a tensor "
+                         f"on {values.device}")
+    if hasattr(values, "tolist"):
+        values = values.tolist()
+    values = [int(v) for v in values]
+    if length is not None and len(values) != length:
+        raise ValueError(f"{name} has {len(values)} entries: expected {length}")
+    return (ctypes.c_int32 * max(len(values), 1))(*values), len(values)
+
+
+class ShapeSpec:
+    """What a BatchMlaAttention computes (mirrors mlajit::MlaShape)."""
+
+    def __init__(self, num_heads=128, head_dim_ckv=512, head_dim_kpe=64, page_size=64,
+                 dtype="bfloat16", causal=False):
+        self.num_heads, self.head_dim_ckv, self.head_dim_kpe = num_heads, head_dim_ckv, head_dim_kpe
+        self.page_size, self.dtype, self.causal = page_size, _dtype_name(dtype), bool(causal)
+
+    def to_c(self):
+        shape = _capi.new(_capi.Shape)
+        shape.num_heads, shape.head_dim_ckv = self.num_heads, self.head_dim_ckv
+        shape.head_dim_kpe, shape.page_size = self.head_dim_kpe, self.page_size
+        shape.dtype = _capi.BFLOAT16 if self.dtype == T.BF16 else _capi.FLOAT16
+        shape.causal = int(self.causal)
+        return shape
+
+
+def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_scale, lse=None):
+    """Checks the tensors against `shape` and returns the C run arguments. No GPU needed.
+
+    q_nope [tokens, heads, ckv], q_pe [tokens, heads, kpe], ckv [pages, page_size, ckv],
+    kpe [pages, page_size, kpe] (may be views into one [pages, page_size, ckv + kpe] cache),
+    kv_indices int32 [n], out like q_nope, lse float32 [tokens, heads] contiguous or None."""
+    h, dc, dk, page = shape.num_heads, shape.head_dim_ckv, shape.head_dim_kpe, shape.page_size
+    qn = T.describe("q_nope", q_nope)
+    T.require(qn, shape.dtype, (None, h, dc), device)
+    tokens = qn.shape[0]
+    qp = T.describe("q_pe", q_pe)
+    T.require(qp, shape.dtype, (tokens, h, dk), device)
+    c = T.describe("ckv", ckv)
+    T.require(c, shape.dtype, (None, page, dc), device)
+    k = T.describe("kpe", kpe)
+    T.require(k, shape.dtype, (c.shape[0], page, dk), device)
+    idx = T.describe("kv_indices", kv_indices)
+    T.require(idx, T.I32, (None,), device)
+    o = T.describe("out", out)
+    T.require(o, shape.dtype, (tokens, h, dc), device)
+    for tensor, what in ((qn, "token, head"), (qp, "token, head"), (c, "page, token"),
+                         (k, "page, token"), (o, "token, head")):
+        T.require_rows(tensor, what)
+    args = _capi.new(_capi.RunArgs)
+    args.q_nope, (args.q_nope_stride_token, args.q_nope_stride_head) = qn.ptr, qn.strides[:2]
+    args.q_pe, (args.q_pe_stride_token, args.q_pe_stride_head) = qp.ptr, qp.strides[:2]
+    args.ckv, (args.ckv_stride_page, args.ckv_stride_token) = c.ptr, c.strides[:2]
+    args.kpe, (args.kpe_stride_page, args.kpe_stride_token) = k.ptr, k.strides[:2]
+    args.kv_indices = idx.ptr
+    args.out, (args.out_stride_token, args.out_stride_head) = o.ptr, o.strides[:2]
+    if lse is not None:
+        l = T.describe("lse", lse)
+        T.require(l, T.F32, (tokens, h), device)
+        if tokens > 1 and l.strides[0] != h:
+            raise ValueError(f"lse must be dense [num_tokens, num_heads]: strides {l.strides}")
+        args.lse = l.ptr
+    args.num_tokens = tokens
+    if sm_scale is None or not isinstance(sm_scale, (int, float)) or not sm_scale > 0:
+        raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float, e.g. 1/sqrt(192) "
+                         f"for DeepSeek (the query head dim before absorption)")
+    args.sm_scale = float(sm_scale)
+    return args
+
+
+class BatchMlaAttention:
+    """Batched MLA decode/prefill over a paged compressed KV cache (see include/mlajit/attention.h).
+
+    attention = BatchMlaAttention(num_heads=128, dtype=torch.bfloat16, device=0)
+    attention.plan(qo_indptr, kv_indptr, kv_len)          # host ints, when the batch changes
+    out = attention.run(q_nope, q_pe, ckv, kpe, kv_indices, sm_scale)  # on torch.cuda.current_stream()
+    Not thread-safe: one object per thread (or a lock)."""
+
+    def __init__(self, num_heads=128, head_dim_ckv=512, head_dim_kpe=64, page_size=64,
+                 dtype="bfloat16", causal=False, device=None, cluster_size=0, lse_base="2",
+                 workspace_bytes=0, force_tier=0, force_two_launch=False,
+                 validate_kv_indices=False):
+        self.shape = ShapeSpec(num_heads, head_dim_ckv, head_dim_kpe, page_size, dtype, causal)
+        if device is None:
+            device = _current_torch_device()
+        elif not isinstance(device, int):
+            device = getattr(device, "index", None)
+            if device is None:
+                raise ValueError("device must be a CUDA ordinal or a torch.device('cuda', n)")
+        self.device = device  # None: the current context's device, decided by the library
+        if str(lse_base) not in ("2", "e"):
+            raise ValueError(f"lse_base={lse_base!r}: expected '2' or 'e'")
+        options = _capi.new(_capi.Options)
+        options.device = -1 if device is None else device
+        options.force_tier, options.cluster_size = force_tier, cluster_size
+        options.force_two_launch, options.workspace_bytes = int(force_two_launch), workspace_bytes
+        options.lse_base = _capi.LSE_NATURAL if str(lse_base) == "e" else _capi.LSE_BASE2
+        options.validate_kv_indices = int(validate_kv_indices)
+        self._lib = _capi.library()
+        self._handle = ctypes.c_void_p()
+        shape_c = self.shape.to_c()
+        _capi.check(self._lib.mlajit_attention_create(ctypes.byref(shape_c), ctypes.byref(options),
+                                                      ctypes.byref(self._handle)))
+        self._num_tokens = None
+
+    def close(self):
+        if getattr(self, "_handle", None):
+            self._lib.mlajit_attention_destroy(self._handle)
+            self._handle = None
+
+    __del__ = close
+
+    def _stream(self, stream):
+        if stream is not None:
+            return getattr(stream, "cuda_stream", stream)
+        torch = _torch()
+        return torch.cuda.current_stream(self.device).cuda_stream if torch else None
+
+    def plan(self, qo_indptr, kv_indptr, kv_len, kv_indices=None, num_pages=0, stream=None):
+        """Host arrays (lists, numpy, CPU tensors): qo_indptr/kv_indptr [batch+1], kv_len [batch].
+        kv_indices (host) and num_pages are needed only with validate_kv_indices."""
+        kv_len_c, batch_size = _int32_array("kv_len", kv_len)
+        qo_c, _ = _int32_array("qo_indptr", qo_indptr, batch_size + 1)
+        kv_c, _ = _int32_array("kv_indptr", kv_indptr, batch_size + 1)
+        batch = _capi.new(_capi.Batch)
+        batch.qo_indptr, batch.kv_indptr, batch.kv_len, batch.batch_size = qo_c, kv_c, kv_len_c, batch_size
+        if kv_indices is not None:
+            batch.kv_indices = _int32_array("kv_indices", kv_indices)[0]
+            batch.num_pages = int(num_pages)
+        _capi.check(self._lib.mlajit_attention_plan(self._handle, ctypes.byref(batch),
+                                                    self._stream(stream)))
+        self._num_tokens = qo_c[batch_size] if batch_size else 0
+
+    def run(self, q_nope, q_pe, ckv, kpe, kv_indices, sm_scale, out=None, lse=None, stream=None):
+        """Writes out (allocated like q_nope when None) and lse (optional) and returns out."""
+        if out is None:
+            if not T._is_torch(q_nope):
+                raise TypeError("out is required when q_nope is not a torch tensor")
+            out = q_nope.new_empty((q_nope.shape[0], self.shape.num_heads, self.shape.head_dim_ckv))
+        args = make_run_args(self.shape, self.device, q_nope, q_pe, ckv, kpe, kv_indices, out,
+                             sm_scale, lse)
+        _capi.check(self._lib.mlajit_attention_run(self._handle, ctypes.byref(args),
+                                                   self._stream(stream)))
+        return out
+
+    def plan_info(self):
+        info = _capi.new(_capi.PlanInfo)
+        _capi.check(self._lib.mlajit_attention_plan_info(self._handle, ctypes.byref(info)))
+        return {name: getattr(info, name) for name, _ in _capi.PlanInfo._fields_[1:]}
+
+    def spec_text(self):
+        buffer = ctypes.create_string_buffer(512)
+        _capi.check(self._lib.mlajit_attention_spec_text(self._handle, buffer, 512, None))
+        return buffer.value.decode()
+
+
+def _torch():
+    import sys
+    return sys.modules.get("torch")  # only if the caller uses torch already
+
+
+def _current_torch_device():
+    torch = _torch()
+    if torch is not None and torch.cuda.is_available():
+        return torch.cuda.current_device()
+    return None

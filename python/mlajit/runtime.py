@@ -1,0 +1,70 @@
+"""Process-wide queries: version, devices, tile configs, the kernel cache, precompile."""
+import ctypes
+
+from . import _capi
+from .attention import ShapeSpec
+
+
+def version():
+    """The loaded library's version string."""
+    return _capi.library().mlajit_version().decode()
+
+
+def driver_available():
+    """(True, "") or (False, why)."""
+    lib = _capi.library()
+    ok = bool(lib.mlajit_driver_available())
+    return ok, "" if ok else lib.mlajit_last_error().decode(errors="replace")
+
+
+def devices():
+    lib = _capi.library()
+    count = ctypes.c_int()
+    _capi.check(lib.mlajit_device_count(ctypes.byref(count)))
+    result = []
+    for ordinal in range(count.value):
+        info = _capi.new(_capi.DeviceInfo)
+        _capi.check(lib.mlajit_device_info_get(ordinal, ctypes.byref(info)))
+        result.append({"ordinal": info.ordinal, "name": info.name.decode(), "arch": info.arch.decode(),
+                       "cc": (info.cc_major, info.cc_minor), "sm_count": info.sm_count,
+                       "smem_per_sm": info.smem_per_sm, "smem_per_block_optin": info.smem_per_block_optin,
+                       "cooperative_launch": bool(info.cooperative_launch)})
+    return result
+
+
+def _tile_dict(info):
+    return {"num_stages": info.num_stages, "kv_tile": info.kv_tile, "qk_shard": bool(info.qk_shard),
+            "q_tile": info.q_tile, "tier": info.tier, "shared_bytes": info.shared_bytes,
+            "spec_text": info.spec_text.decode()}
+
+
+def tile_for_arch(arch, **shape):
+    """The tile config a shape (ShapeSpec keywords) gets on an arch's profile; no GPU needed."""
+    info = _capi.new(_capi.TileInfo)
+    shape_c = ShapeSpec(**shape).to_c()
+    _capi.check(_capi.library().mlajit_tile_for_arch(arch.encode(), ctypes.byref(shape_c),
+                                                     ctypes.byref(info)))
+    return _tile_dict(info)
+
+
+def tile_for_device(ordinal, **shape):
+    info = _capi.new(_capi.TileInfo)
+    shape_c = ShapeSpec(**shape).to_c()
+    _capi.check(_capi.library().mlajit_tile_for_device(ordinal, ctypes.byref(shape_c),
+                                                       ctypes.byref(info)))
+    return _tile_dict(info)
+
+
+def cache_stats():
+    stats = _capi.new(_capi.CacheStats)
+    _capi.check(_capi.library().mlajit_cache_stats_get(ctypes.byref(stats)))
+    return {name: getattr(stats, name) for name, _ in _capi.CacheStats._fields_[1:]} | {
+        "user_dir": stats.user_dir.decode()}
+
+
+def precompile(spec_text):
+    """Compiles a kernel spec text into the cache (needs NVRTC, no GPU)."""
+    result = _capi.new(_capi.PrecompileResult)
+    _capi.check(_capi.library().mlajit_precompile(spec_text.encode(), ctypes.byref(result)))
+    return {"key": result.key.decode(), "from_cache": bool(result.from_cache),
+            "bytes": result.bytes, "compile_seconds": result.compile_seconds}

@@ -1,0 +1,179 @@
+"""The Python binding on a GPU, against a float64 PyTorch reference of MLA (absorbed form):
+    s = (q_nope . ckv + q_pe . kpe) * sm_scale,  out = softmax(s) . ckv,  lse = log2 sum exp(s)
+Skipped (with the reason) without torch, CUDA or libmlajit (set MLAJIT_LIBRARY)."""
+import math
+import os
+import random
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import mlajit  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+SEED = int(os.environ.get("MLAJIT_TEST_SEED", "1234"))
+
+
+def skip_reason():
+    if torch is None:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    try:
+        mlajit._capi.library()
+    except OSError as error:
+        return f"libmlajit.so not found: {error}"
+    return None
+
+
+def make_problem(kv_lens, q_lens, heads, ckv, kpe, page, dtype, generator, num_pages=None,
+                 concatenated=False):
+    """Random paged cache (pages in shuffled order) and queries, on cuda."""
+    pages_per = [(n + page - 1) // page for n in kv_lens]
+    total = num_pages or sum(pages_per) + 3
+    order = torch.randperm(total, generator=generator).tolist()
+    kv_indptr, kv_indices = [0], []
+    for count in pages_per:
+        kv_indices += order[len(kv_indices):len(kv_indices) + count]
+        kv_indptr.append(len(kv_indices))
+    qo_indptr = [0]
+    for n in q_lens:
+        qo_indptr.append(qo_indptr[-1] + n)
+    tokens = qo_indptr[-1]
+
+    def rand(*shape):
+        return (torch.rand(*shape, generator=generator) - 0.5).to("cuda", dtype)
+
+    if concatenated:  # one [pages][page][ckv + kpe] cache, as SGLang/vLLM keep it
+        cache = rand(total, page, ckv + kpe)
+        ckv_t, kpe_t = cache[..., :ckv], cache[..., ckv:]
+    else:
+        ckv_t, kpe_t = rand(total, page, ckv), rand(total, page, kpe)
+    return dict(q_nope=rand(tokens, heads, ckv), q_pe=rand(tokens, heads, kpe), ckv=ckv_t, kpe=kpe_t,
+                kv_indices=torch.tensor(kv_indices, dtype=torch.int32, device="cuda"),
+                qo_indptr=qo_indptr, kv_indptr=kv_indptr, kv_len=list(kv_lens), page=page)
+
+
+def reference(p, sm_scale, causal, dtype=None):
+    """out [tokens, heads, ckv] and lse (base 2) [tokens, heads] in `dtype` (float64)."""
+    dtype = dtype or torch.float64
+    outs, lses = [], []
+    indices = p["kv_indices"].tolist()
+    for r, kv_len in enumerate(p["kv_len"]):
+        q0, q1 = p["qo_indptr"][r], p["qo_indptr"][r + 1]
+        pages = indices[p["kv_indptr"][r]:p["kv_indptr"][r + 1]]
+        ckv = p["ckv"][pages].reshape(-1, p["ckv"].shape[-1])[:kv_len].to(dtype)
+        kpe = p["kpe"][pages].reshape(-1, p["kpe"].shape[-1])[:kv_len].to(dtype)
+        qn, qp = p["q_nope"][q0:q1].to(dtype), p["q_pe"][q0:q1].to(dtype)
+        s = (torch.einsum("qhd,td->qht", qn, ckv) + torch.einsum("qhd,td->qht", qp, kpe)) * sm_scale
+        if causal:
+            q_len = q1 - q0
+            allowed = torch.arange(kv_len, device=s.device)[None, :] <= (
+                kv_len - q_len + torch.arange(q_len, device=s.device)[:, None])
+            s = s.masked_fill(~allowed[:, None, :], float("-inf"))
+        lse = torch.logsumexp(s, dim=-1)
+        outs.append(torch.einsum("qht,td->qhd", torch.softmax(s, dim=-1), ckv))
+        lses.append(lse / math.log(2))
+    return torch.cat(outs), torch.cat(lses)
+
+
+class MlaAgainstTorchReference(unittest.TestCase):
+    def setUp(self):
+        reason = skip_reason()
+        if reason:
+            self.skipTest(reason)
+        self.generator = torch.Generator().manual_seed(SEED)
+        random.seed(SEED)
+        print(f"seed {SEED} (set MLAJIT_TEST_SEED to repeat)")
+
+    def check_close(self, got, want, tolerance, what):
+        error = (got.double() - want.double()).abs().max().item()
+        self.assertLess(error, tolerance, f"{what}: max abs error {error:.3e} (seed {SEED})")
+
+    def run_case(self, kv_lens, q_lens, heads=128, ckv=512, kpe=64, page=64, dtype=None,
+                 causal=False, concatenated=False, tolerance=2e-2):
+        dtype = dtype or torch.bfloat16
+        p = make_problem(kv_lens, q_lens, heads, ckv, kpe, page, dtype, self.generator,
+                         concatenated=concatenated)
+        attention = mlajit.BatchMlaAttention(num_heads=heads, head_dim_ckv=ckv, head_dim_kpe=kpe,
+                                             page_size=page, dtype=dtype, causal=causal)
+        attention.plan(p["qo_indptr"], p["kv_indptr"], p["kv_len"])
+        scale = 1 / math.sqrt(192)
+        lse = torch.empty(p["q_nope"].shape[:2], dtype=torch.float32, device="cuda")
+        out = attention.run(p["q_nope"], p["q_pe"], p["ckv"], p["kpe"], p["kv_indices"], scale,
+                            lse=lse)
+        torch.cuda.synchronize()
+        want_out, want_lse = reference(p, scale, causal)
+        self.check_close(out, want_out, tolerance, "out")
+        self.check_close(lse, want_lse, 1e-2, "lse")
+        return attention
+
+    def test_deepseek_decode_bf16(self):
+        kv_lens = [random.randint(1, 3000) for _ in range(9)] + [64, 1]
+        self.run_case(kv_lens, [1] * len(kv_lens))
+
+    def test_minicpm3_causal_prefill_f16_small_pages(self):
+        kv_lens = [37, 300, 129]
+        self.run_case(kv_lens, [5, 17, 1], heads=40, ckv=256, kpe=32, page=16,
+                      dtype=torch.float16, causal=True)
+
+    def test_concatenated_cache_views(self):
+        self.run_case([500, 77, 1024], [1, 2, 1], concatenated=True)
+
+    def test_cuda_graph_replays_across_inputs_and_replans(self):
+        heads, scale = 128, 1 / math.sqrt(192)
+        attention = mlajit.BatchMlaAttention(num_heads=heads, cluster_size=1,
+                                             workspace_bytes=64 << 20)
+        first = make_problem([700, 33, 2048, 5], [1] * 4, heads, 512, 64, 64, torch.bfloat16,
+                             self.generator, num_pages=64)
+        second = make_problem([100, 1500, 64, 999], [1] * 4, heads, 512, 64, 64, torch.bfloat16,
+                              self.generator, num_pages=64)
+        static = {k: first[k].clone() for k in ("q_nope", "q_pe", "ckv", "kpe")}
+        static["kv_indices"] = torch.zeros(64, dtype=torch.int32, device="cuda")
+        static["kv_indices"][:len(first["kv_indices"])] = first["kv_indices"]
+        out = torch.empty_like(static["q_nope"])
+        attention.plan(first["qo_indptr"], first["kv_indptr"], first["kv_len"])
+        attention.run(**static, sm_scale=scale, out=out)  # warm up outside the capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            attention.run(**static, sm_scale=scale, out=out)
+        for problem in (first, second):
+            if problem is second:  # new batch: re-plan (same token count), new data, same graph
+                attention.plan(problem["qo_indptr"], problem["kv_indptr"], problem["kv_len"])
+            for key in ("q_nope", "q_pe", "ckv", "kpe"):
+                static[key].copy_(problem[key])
+            static["kv_indices"][:len(problem["kv_indices"])] = problem["kv_indices"]
+            out.zero_()
+            graph.replay()
+            torch.cuda.synchronize()
+            want, _ = reference(problem, scale, causal=False)
+            self.check_close(out, want, 2e-2, "graph replay")
+
+    def test_torch_argument_errors_name_the_argument(self):
+        attention = mlajit.BatchMlaAttention(num_heads=16)
+        p = make_problem([100], [1], 16, 512, 64, 64, torch.bfloat16, self.generator)
+        attention.plan(p["qo_indptr"], p["kv_indptr"], p["kv_len"])
+        args = {k: p[k] for k in ("q_nope", "q_pe", "ckv", "kpe", "kv_indices")}
+        with self.assertRaisesRegex(ValueError, "q_pe is on cpu"):
+            attention.run(**{**args, "q_pe": args["q_pe"].cpu()}, sm_scale=0.1)
+        with self.assertRaisesRegex(TypeError, "ckv has dtype float16: expected bfloat16"):
+            attention.run(**{**args, "ckv": args["ckv"].half()}, sm_scale=0.1)
+        with self.assertRaisesRegex(TypeError, "kv_indices has dtype int64"):
+            attention.run(**{**args, "kv_indices": args["kv_indices"].long()}, sm_scale=0.1)
+        with self.assertRaisesRegex(ValueError, "q_nope must be contiguous in its last dimension"):
+            attention.run(**{**args, "q_nope": args["q_nope"].transpose(0, 2).contiguous().transpose(0, 2)},
+                          sm_scale=0.1)
+        # A token count different from the plan's: the library's message, as MlajitError.
+        with self.assertRaises(mlajit.MlajitError) as caught:
+            attention.run(**{**args, "q_nope": torch.cat([args["q_nope"]] * 2),
+                             "q_pe": torch.cat([args["q_pe"]] * 2)}, sm_scale=0.1)
+        self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Installs mlajit to a temporary prefix and proves the installed package is usable on its own:
+#   1. configure + build (reusing BUILD_DIR / $1 when given) and `cmake --install` to a temp prefix
+#   2. build examples/cpp_decode (find_package) and examples/c_decode (pkg-config) against that
+#      prefix only, and run them (without a GPU they print why and exit 0)
+#   3. `nm -D --defined-only` of the installed library shows only mlajit symbols
+#   4. `ldd` of it shows no fmt/spdlog/CUDA/NVRTC library
+# Usage: scripts/ci-install-examples.sh [BUILD_DIR]   (default: $BUILD_DIR or build)
+# Exits non-zero, saying which check failed, on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build_dir=$(realpath -m "${1:-${BUILD_DIR:-build}}")
+work=$(mktemp -d "${TMPDIR:-/tmp}/mlajit-install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+fail() { echo "ci-install-examples: FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+step "build + install to $prefix"
+if [[ ! -f $build_dir/CMakeCache.txt ]]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
+fi
+cmake --build "$build_dir" -j "$(nproc)" --target mlajit mlajit_cli >/dev/null
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+libdir=$prefix/lib
+[[ -d $libdir ]] || libdir=$(dirname "$(find "$prefix" -name 'libmlajit.so' | head -1)")
+lib=$(realpath "$libdir/libmlajit.so")
+for f in "$prefix/include/mlajit/mlajit.h" "$prefix/include/mlajit/version.h" \
+         "$libdir/cmake/mlajit/mlajitConfig.cmake" "$libdir/pkgconfig/mlajit.pc" \
+         "$prefix/bin/mlajit"; do
+  [[ -e $f ]] || fail "the install lacks $f"
+done
+"$prefix/bin/mlajit" --version >/dev/null || fail "the installed CLI does not run"
+
+step "exported symbols of $lib"
+# Standard symbols a shared library always defines; everything else must be mlajit's:
+# C names mlajit_*, C++ names in namespace mlajit (functions, typeinfo, vtables).
+nm -D --defined-only "$lib" | awk '{print $NF}' > "$work/symbols.txt"
+c++filt < "$work/symbols.txt" > "$work/demangled.txt"
+paste -d '\t' "$work/symbols.txt" "$work/demangled.txt" |
+  awk -F '\t' '
+    $1 ~ /^(_init|_fini|_edata|_end|__bss_start)$/ { next }
+    $1 ~ /^mlajit_/ { next }
+    $2 ~ /^(typeinfo for |typeinfo name for |vtable for )?mlajit::/ { next }
+    { print }' > "$work/foreign.txt"
+if [[ -s $work/foreign.txt ]]; then
+  echo "symbols exported from outside mlajit:" >&2
+  head -30 "$work/foreign.txt" >&2
+  fail "libmlajit.so exports $(wc -l < "$work/foreign.txt") symbol(s) that are not mlajit's"
+fi
+grep -q '^mlajit_attention_run' "$work/symbols.txt" || fail "mlajit_attention_run is not exported"
+grep -q '^mlajit::BatchMlaAttention::run' "$work/demangled.txt" ||
+  fail "mlajit::BatchMlaAttention::run is not exported"
+if grep -E 'mlajit::(jit|driver|plan|capi|detail)::' "$work/demangled.txt" >&2; then
+  fail "internal mlajit namespaces are exported"
+fi
+echo "$(wc -l < "$work/symbols.txt") symbols, all mlajit's"
+
+step "shared-library dependencies"
+ldd "$lib" | tee "$work/ldd.txt"
+if grep -Ei 'fmt|spdlog|libcuda|nvrtc|cudart' "$work/ldd.txt" >&2; then
+  fail "libmlajit.so links a library it must load at run time or not at all"
+fi
+
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+step "examples/cpp_decode against the installed package (find_package)"
+cmake -S "$root/examples/cpp_decode" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >/dev/null
+cmake --build "$work/cpp" >/dev/null
+"$work/cpp/cpp_decode" || fail "cpp_decode exited $?"
+
+step "examples/c_decode against the installed package (pkg-config via CMake)"
+cmake -S "$root/examples/c_decode" -B "$work/c" >/dev/null
+cmake --build "$work/c" >/dev/null
+"$work/c/c_decode" || fail "c_decode exited $?"
+
+step "examples/c_decode as plain C99 with pkg-config"
+cc -std=c99 -Wall -Wextra -pedantic -Werror -o "$work/c_decode_cc" "$root/examples/c_decode/main.c" \
+  $(pkg-config --cflags --libs mlajit) -lm
+"$work/c_decode_cc" >/dev/null || fail "c_decode (cc) exited $?"
+echo "ci-install-examples: ok"

@@ -1,0 +1,152 @@
+#include "capi/c_conversions.h"
+
+#include <fmt/format.h>
+
+#include "capi/c_structs.h"
+
+namespace mlajit::capi {
+namespace {
+
+DType to_dtype(mlajit_dtype dtype) {
+  switch (dtype) {
+    case MLAJIT_FLOAT16: return DType::kFloat16;
+    case MLAJIT_BFLOAT16: return DType::kBFloat16;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("shape->dtype={} is not a dtype: expected MLAJIT_FLOAT16 (0) or "
+                          "MLAJIT_BFLOAT16 (1)",
+                          static_cast<int>(dtype)));
+}
+
+bool to_flag(int32_t value, const char* name) {
+  if (value != 0 && value != 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}={} is not a flag: expected 0 or 1", name, value));
+  }
+  return value == 1;
+}
+
+}  // namespace
+
+mlajit_shape default_shape() {
+  const MlaShape cpp;
+  mlajit_shape c{};
+  c.struct_size = sizeof(c);
+  c.num_heads = cpp.num_heads;
+  c.head_dim_ckv = cpp.head_dim_ckv;
+  c.head_dim_kpe = cpp.head_dim_kpe;
+  c.page_size = cpp.page_size;
+  c.dtype = cpp.dtype == DType::kFloat16 ? MLAJIT_FLOAT16 : MLAJIT_BFLOAT16;
+  c.causal = cpp.causal ? 1 : 0;
+  return c;
+}
+
+mlajit_options default_options() {
+  const MlaOptions cpp;
+  mlajit_options c{};
+  c.struct_size = sizeof(c);
+  c.device = cpp.device;
+  c.force_tier = cpp.force_tier;
+  c.cluster_size = cpp.cluster_size;
+  c.force_two_launch = cpp.force_two_launch ? 1 : 0;
+  c.lse_base = cpp.lse_base == LseBase::kNatural ? MLAJIT_LSE_NATURAL : MLAJIT_LSE_BASE2;
+  c.workspace_bytes = cpp.workspace_bytes;
+  c.validate_kv_indices = cpp.validate_kv_indices ? 1 : 0;
+  return c;
+}
+
+mlajit_batch default_batch() {
+  mlajit_batch c{};
+  c.struct_size = sizeof(c);
+  return c;
+}
+
+mlajit_run_args default_run_args() {
+  mlajit_run_args c{};
+  c.struct_size = sizeof(c);
+  return c;
+}
+
+MlaShape to_shape(const mlajit_shape* shape) {
+  const mlajit_shape c = read_struct(shape, default_shape(), "shape");
+  MlaShape cpp;
+  cpp.num_heads = c.num_heads;
+  cpp.head_dim_ckv = c.head_dim_ckv;
+  cpp.head_dim_kpe = c.head_dim_kpe;
+  cpp.page_size = c.page_size;
+  cpp.dtype = to_dtype(c.dtype);
+  cpp.causal = to_flag(c.causal, "shape->causal");
+  return cpp;
+}
+
+MlaOptions to_options(const mlajit_options* options) {
+  if (options == nullptr) return MlaOptions{};
+  const mlajit_options c = read_struct(options, default_options(), "options");
+  MlaOptions cpp;
+  cpp.device = c.device;
+  cpp.force_tier = c.force_tier;
+  cpp.cluster_size = c.cluster_size;
+  cpp.force_two_launch = to_flag(c.force_two_launch, "options->force_two_launch");
+  if (c.lse_base != MLAJIT_LSE_BASE2 && c.lse_base != MLAJIT_LSE_NATURAL) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("options->lse_base={} is not a base: expected MLAJIT_LSE_BASE2 (0) "
+                            "or MLAJIT_LSE_NATURAL (1)",
+                            static_cast<int>(c.lse_base)));
+  }
+  cpp.lse_base = c.lse_base == MLAJIT_LSE_NATURAL ? LseBase::kNatural : LseBase::kBase2;
+  cpp.workspace_bytes = c.workspace_bytes;
+  cpp.validate_kv_indices = to_flag(c.validate_kv_indices, "options->validate_kv_indices");
+  return cpp;
+}
+
+MlaBatch to_batch(const mlajit_batch* batch) {
+  const mlajit_batch c = read_struct(batch, default_batch(), "batch");
+  MlaBatch cpp;
+  cpp.qo_indptr = c.qo_indptr;
+  cpp.kv_indptr = c.kv_indptr;
+  cpp.kv_len = c.kv_len;
+  cpp.batch_size = c.batch_size;
+  cpp.kv_indices = c.kv_indices;
+  cpp.num_pages = c.num_pages;
+  return cpp;
+}
+
+MlaRunArgs to_run_args(const mlajit_run_args* args) {
+  const mlajit_run_args c = read_struct(args, default_run_args(), "args");
+  MlaRunArgs cpp;
+  cpp.q_nope = c.q_nope;
+  cpp.q_nope_stride_token = c.q_nope_stride_token;
+  cpp.q_nope_stride_head = c.q_nope_stride_head;
+  cpp.q_pe = c.q_pe;
+  cpp.q_pe_stride_token = c.q_pe_stride_token;
+  cpp.q_pe_stride_head = c.q_pe_stride_head;
+  cpp.ckv = c.ckv;
+  cpp.ckv_stride_page = c.ckv_stride_page;
+  cpp.ckv_stride_token = c.ckv_stride_token;
+  cpp.kpe = c.kpe;
+  cpp.kpe_stride_page = c.kpe_stride_page;
+  cpp.kpe_stride_token = c.kpe_stride_token;
+  cpp.kv_indices = c.kv_indices;
+  cpp.out = c.out;
+  cpp.out_stride_token = c.out_stride_token;
+  cpp.out_stride_head = c.out_stride_head;
+  cpp.lse = c.lse;
+  cpp.num_tokens = c.num_tokens;
+  cpp.sm_scale = c.sm_scale;
+  return cpp;
+}
+
+mlajit_tile_info to_tile_info(const TileChoice& choice) {
+  mlajit_tile_info c{};
+  c.struct_size = sizeof(c);
+  c.num_stages = choice.tile.num_stages;
+  c.kv_tile = choice.tile.kv_tile;
+  c.qk_shard = choice.tile.qk_shard ? 1 : 0;
+  c.q_tile = choice.tile.q_tile;
+  c.tier = choice.tier;
+  c.shared_bytes = choice.shared_bytes;
+  copy_text(c.spec_text, choice.spec_text);
+  return c;
+}
+
+}  // namespace mlajit::capi

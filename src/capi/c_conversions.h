@@ -1,0 +1,22 @@
+#pragma once
+// C structs <-> C++ structs of the public API.
+#include "mlajit/attention.h"
+#include "mlajit/mlajit.h"
+#include "mlajit/runtime.h"
+
+namespace mlajit::capi {
+
+mlajit_shape default_shape();
+mlajit_options default_options();
+mlajit_batch default_batch();
+mlajit_run_args default_run_args();
+
+// Read (struct_size checked, missing fields defaulted) and convert; throw Error on bad input.
+MlaShape to_shape(const mlajit_shape* shape);
+MlaOptions to_options(const mlajit_options* options);  // NULL: defaults
+MlaBatch to_batch(const mlajit_batch* batch);
+MlaRunArgs to_run_args(const mlajit_run_args* args);
+
+mlajit_tile_info to_tile_info(const TileChoice& choice);
+
+}  // namespace mlajit::capi

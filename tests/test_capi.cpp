@@ -1,0 +1,309 @@
+// The C ABI without a GPU: null handles and pointers, struct_size checks, shape errors, the
+// no-driver status, version, tile queries, and precompile by spec text (in a subprocess with
+// its own MLAJIT_CACHE_DIR).
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "jit/nvrtc_compiler.h"
+#include "mlajit/kernel_spec.h"
+#include "mlajit/mlajit.h"
+#include "mlajit/runtime.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string last_error() { return mlajit_last_error(); }
+
+mlajit_shape deepseek_shape() {
+  mlajit_shape shape;
+  mlajit_shape_init(&shape);
+  return shape;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "mlajit_capi_XXXXXX").string();
+    path = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+ProcessResult run_worker(const std::string& environment, const std::string& argument) {
+  const std::string command = environment + " '" + std::string(MLAJIT_TEST_WORKER_DIR) +
+                              "/capi_precompile' '" + argument + "' 2>/dev/null";
+  ProcessResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), pipe)) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string field(const std::string& out, const std::string& name) {
+  const auto start = out.find(name + "=");
+  if (start == std::string::npos) return "<missing>";
+  const auto value = start + name.size() + 1;
+  return out.substr(value, out.find_first_of(" \n", value) - value);
+}
+
+}  // namespace
+
+TEST_CASE("the C ABI reports its version in three consistent forms") {
+  CHECK(std::string(mlajit_version()) == MLAJIT_VERSION_STRING);
+  CHECK(std::string(mlajit::version()) == MLAJIT_VERSION_STRING);
+  int major = -1, minor = -1, patch = -1;
+  mlajit_version_numbers(&major, &minor, &patch);
+  CHECK(major == MLAJIT_VERSION_MAJOR);
+  CHECK(minor == MLAJIT_VERSION_MINOR);
+  CHECK(patch == MLAJIT_VERSION_PATCH);
+  mlajit_version_numbers(nullptr, nullptr, nullptr);  // any pointer may be NULL
+  CHECK(std::string(mlajit_status_name(MLAJIT_OK)) == "ok");
+  CHECK(std::string(mlajit_status_name(MLAJIT_ERROR_INVALID_ARGUMENT)) == "invalid argument");
+  CHECK(std::string(mlajit_status_name(static_cast<mlajit_status>(99))) == "unknown status");
+}
+
+TEST_CASE("C status codes mirror the C++ error codes") {
+  CHECK(MLAJIT_ERROR_INVALID_ARGUMENT == static_cast<int>(mlajit::ErrorCode::kInvalidArgument));
+  CHECK(MLAJIT_ERROR_UNSUPPORTED == static_cast<int>(mlajit::ErrorCode::kUnsupported));
+  CHECK(MLAJIT_ERROR_NO_DRIVER == static_cast<int>(mlajit::ErrorCode::kNoDriver));
+  CHECK(MLAJIT_ERROR_NO_DEVICE == static_cast<int>(mlajit::ErrorCode::kNoDevice));
+  CHECK(MLAJIT_ERROR_CUDA == static_cast<int>(mlajit::ErrorCode::kCudaError));
+  CHECK(MLAJIT_ERROR_NO_COMPILER == static_cast<int>(mlajit::ErrorCode::kNoCompiler));
+  CHECK(MLAJIT_ERROR_COMPILE == static_cast<int>(mlajit::ErrorCode::kCompileError));
+  CHECK(MLAJIT_ERROR_CACHE_MISS == static_cast<int>(mlajit::ErrorCode::kCacheMiss));
+  CHECK(MLAJIT_ERROR_IO == static_cast<int>(mlajit::ErrorCode::kIoError));
+  CHECK(MLAJIT_ERROR_INTERNAL == static_cast<int>(mlajit::ErrorCode::kInternal));
+}
+
+TEST_CASE("C calls on a NULL handle fail with a message instead of crashing") {
+  mlajit_batch batch;
+  mlajit_batch_init(&batch);
+  CHECK(mlajit_attention_plan(nullptr, &batch, nullptr) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("attention is NULL") != std::string::npos);
+  mlajit_run_args args;
+  mlajit_run_args_init(&args);
+  CHECK(mlajit_attention_run(nullptr, &args, nullptr) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("mlajit_attention_run") != std::string::npos);
+  mlajit_plan_info info;
+  info.struct_size = sizeof(info);
+  CHECK(mlajit_attention_plan_info(nullptr, &info) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  char text[8];
+  CHECK(mlajit_attention_spec_text(nullptr, text, sizeof(text), nullptr) ==
+        MLAJIT_ERROR_INVALID_ARGUMENT);
+  mlajit_attention_destroy(nullptr);  // a no-op
+  const mlajit_shape shape = deepseek_shape();
+  CHECK(mlajit_attention_create(&shape, nullptr, nullptr) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("out is NULL") != std::string::npos);
+  mlajit_attention_t* attention = reinterpret_cast<mlajit_attention_t*>(0x1);
+  CHECK(mlajit_attention_create(nullptr, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attention == nullptr);  // cleared on failure
+  CHECK(last_error().find("shape is NULL") != std::string::npos);
+}
+
+TEST_CASE("a struct_size the library does not know is refused with a message") {
+  mlajit_attention_t* attention = nullptr;
+  mlajit_shape shape = deepseek_shape();
+  shape.struct_size = 0;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("shape->struct_size=0 is too small") != std::string::npos);
+  shape.struct_size = sizeof(shape) + 8;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("newer mlajit.h") != std::string::npos);
+
+  shape = deepseek_shape();
+  mlajit_options options;
+  mlajit_options_init(&options);
+  options.struct_size = 4;
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("options->struct_size=4") != std::string::npos);
+  CHECK(attention == nullptr);
+
+  mlajit_tile_info tile;
+  tile.struct_size = 3;
+  CHECK(mlajit_tile_for_arch("sm_90", &shape, &tile) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  mlajit_cache_stats stats;
+  stats.struct_size = sizeof(stats) * 2;
+  CHECK(mlajit_cache_stats_get(&stats) == MLAJIT_ERROR_UNSUPPORTED);
+}
+
+TEST_CASE("an invalid shape is reported before the GPU is touched") {
+  mlajit_attention_t* attention = nullptr;
+  mlajit_shape shape = deepseek_shape();
+  shape.num_heads = 0;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("num_heads=0") != std::string::npos);
+
+  shape = deepseek_shape();
+  shape.head_dim_ckv = 384;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("ckv=384") != std::string::npos);
+
+  shape = deepseek_shape();
+  shape.dtype = static_cast<mlajit_dtype>(7);
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("dtype=7") != std::string::npos);
+
+  shape = deepseek_shape();
+  shape.causal = 2;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("causal=2") != std::string::npos);
+
+  shape = deepseek_shape();
+  mlajit_options options;
+  mlajit_options_init(&options);
+  options.force_tier = 9;
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("force_tier=9") != std::string::npos);
+  CHECK(attention == nullptr);
+}
+
+TEST_CASE("without a CUDA driver, creating an attention object says why") {
+  if (mlajit_driver_available()) {
+    WARN("a CUDA driver is present: the no-driver path is not exercised here");
+    return;
+  }
+  const std::string reason = last_error();
+  CHECK_FALSE(reason.empty());
+  mlajit_attention_t* attention = nullptr;
+  const mlajit_shape shape = deepseek_shape();
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_NO_DRIVER);
+  CHECK(attention == nullptr);
+  CHECK(last_error().find("libcuda") != std::string::npos);
+  int count = -1;
+  CHECK(mlajit_device_count(&count) == MLAJIT_ERROR_NO_DRIVER);
+  mlajit_device_info info;
+  info.struct_size = sizeof(info);
+  CHECK(mlajit_device_info_get(0, &info) == MLAJIT_ERROR_NO_DRIVER);
+  void* ptr = reinterpret_cast<void*>(0x1);
+  CHECK(mlajit_device_alloc(0, 256, &ptr) == MLAJIT_ERROR_NO_DRIVER);
+  CHECK(ptr == nullptr);
+  CHECK(mlajit_device_free(nullptr) == MLAJIT_OK);
+  int host = 0;
+  CHECK(mlajit_device_free(&host) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("not a pointer returned by device_alloc") != std::string::npos);
+}
+
+TEST_CASE("a success clears the thread's last error") {
+  mlajit_shape shape = deepseek_shape();
+  shape.num_heads = -3;
+  mlajit_attention_t* attention = nullptr;
+  REQUIRE(mlajit_attention_create(&shape, nullptr, &attention) != MLAJIT_OK);
+  REQUIRE_FALSE(last_error().empty());
+  shape = deepseek_shape();
+  mlajit_tile_info tile;
+  tile.struct_size = sizeof(tile);
+  REQUIRE(mlajit_tile_for_arch("sm_90", &shape, &tile) == MLAJIT_OK);
+  CHECK(last_error().empty());
+}
+
+TEST_CASE("the tile for an arch matches what the C++ API chooses") {
+  mlajit_shape shape = deepseek_shape();
+  mlajit_tile_info tile;
+  tile.struct_size = sizeof(tile);
+  REQUIRE(mlajit_tile_for_arch("sm_90", &shape, &tile) == MLAJIT_OK);
+  mlajit::MlaShape cpp_shape;
+  const mlajit::TileChoice expected = mlajit::tile_for_arch("sm_90", cpp_shape);
+  CHECK(tile.tier == expected.tier);
+  CHECK(tile.num_stages == expected.tile.num_stages);
+  CHECK(tile.kv_tile == expected.tile.kv_tile);
+  CHECK(tile.shared_bytes == expected.shared_bytes);
+  CHECK(std::string(tile.spec_text) == expected.spec_text);
+  // The spec text round-trips through the parser: it is what precompile accepts.
+  CHECK(mlajit::KernelSpec::parse(tile.spec_text).text() == tile.spec_text);
+  // sm_80 has less shared memory than sm_90: never a larger tier.
+  mlajit_tile_info small;
+  small.struct_size = sizeof(small);
+  REQUIRE(mlajit_tile_for_arch("sm_80", &shape, &small) == MLAJIT_OK);
+  CHECK(small.tier >= tile.tier);
+  CHECK(small.shared_bytes <= tile.shared_bytes);
+
+  CHECK(mlajit_tile_for_arch("sm_12", &shape, &tile) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("sm_12") != std::string::npos);
+  CHECK(mlajit_tile_for_arch(nullptr, &shape, &tile) == MLAJIT_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("the cache statistics are readable without a GPU") {
+  mlajit_cache_stats stats;
+  stats.struct_size = sizeof(stats);
+  REQUIRE(mlajit_cache_stats_get(&stats) == MLAJIT_OK);
+  const mlajit::CacheSummary summary = mlajit::cache_stats();
+  CHECK(stats.builds == summary.builds);
+  CHECK(std::string(stats.user_dir) == summary.user_dir);
+}
+
+TEST_CASE("an invalid spec text fails to precompile with a message naming the field") {
+  mlajit_precompile_result result;
+  result.struct_size = sizeof(result);
+  CHECK(mlajit_precompile("mla_fa2;q=bf32", &result) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK_FALSE(last_error().empty());
+  CHECK(last_error().find("bf32") != std::string::npos);
+  CHECK(mlajit_precompile("not a spec", nullptr) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK_FALSE(last_error().empty());
+  CHECK(mlajit_precompile(nullptr, &result) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("spec_text is NULL") != std::string::npos);
+}
+
+TEST_CASE("a valid spec text precompiles into MLAJIT_CACHE_DIR without a GPU, once") {
+  if (!mlajit::jit::NvrtcCompiler::instance().available()) {
+    WARN("NVRTC is not available, skipping: "
+         << mlajit::jit::NvrtcCompiler::instance().unavailable_reason());
+    return;
+  }
+  TempDir cache;
+  mlajit::MlaShape shape;
+  const std::string spec = mlajit::tile_for_arch("sm_90", shape).spec_text;
+  const std::string environment = "MLAJIT_CACHE_DIR='" + cache.path.string() + "'";
+
+  const ProcessResult first = run_worker(environment, spec);
+  INFO(first.out);
+  REQUIRE(first.exit_code == 0);
+  CHECK(field(first.out, "from_cache") == "0");
+  CHECK(field(first.out, "builds") == "1");
+  CHECK(field(first.out, "user_dir") == cache.path.string());
+  const std::string key = field(first.out, "key");
+  REQUIRE(key.size() >= 2);
+  CHECK(fs::exists(cache.path / key.substr(0, 2) / (key + ".cubin")));
+  CHECK(std::stoull(field(first.out, "bytes")) > 1000);
+
+  const ProcessResult second = run_worker(environment, spec);
+  INFO(second.out);
+  REQUIRE(second.exit_code == 0);
+  CHECK(field(second.out, "from_cache") == "1");
+  CHECK(field(second.out, "builds") == "0");
+  CHECK(field(second.out, "key") == key);
+}
+
+TEST_CASE("a spec for an arch NVRTC cannot target fails to precompile with a message") {
+  if (!mlajit::jit::NvrtcCompiler::instance().available()) {
+    WARN("NVRTC is not available, skipping");
+    return;
+  }
+  TempDir cache;
+  mlajit::KernelSpec spec;
+  spec.arch = "sm_20";
+  const ProcessResult result =
+      run_worker("MLAJIT_CACHE_DIR='" + cache.path.string() + "'", spec.text());
+  INFO(result.out);
+  CHECK(result.exit_code == 1);
+  CHECK(field(result.out, "status") != "0");
+  CHECK(result.out.find("message=") != std::string::npos);
+  CHECK(result.out.find("sm_20") != std::string::npos);
+}

@@ -1,0 +1,31 @@
+// Precompiles one spec text through the C ABI, in its own process so that the kernel cache
+// reads the MLAJIT_CACHE_DIR the test gives it (the cache reads its environment once).
+//   capi_precompile SPEC_TEXT   prints "status=<n> from_cache=<0|1> bytes=<n> key=<hex>"
+//                               then "message=<mlajit_last_error()>"; exits 0 on MLAJIT_OK.
+#include <cstdio>
+#include <string>
+
+#include "mlajit/mlajit.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: capi_precompile SPEC_TEXT\n");
+    return 2;
+  }
+  mlajit_precompile_result result;
+  result.struct_size = sizeof(result);
+  const mlajit_status status = mlajit_precompile(argv[1], &result);
+  const bool ok = status == MLAJIT_OK;
+  const std::string message = ok ? "" : mlajit_last_error();  // the next call clears it
+  std::printf("status=%d from_cache=%d bytes=%llu key=%s\n", static_cast<int>(status),
+              ok ? result.from_cache : -1, ok ? static_cast<unsigned long long>(result.bytes) : 0ull,
+              ok ? result.key : "");
+  mlajit_cache_stats stats;
+  stats.struct_size = sizeof(stats);
+  if (mlajit_cache_stats_get(&stats) == MLAJIT_OK) {
+    std::printf("builds=%llu user_dir=%s\n", static_cast<unsigned long long>(stats.builds),
+                stats.user_dir);
+  }
+  std::printf("message=%s\n", message.c_str());
+  return ok ? 0 : 1;
+}
