@@ -21,7 +21,16 @@ void require_aligned(const char* name, const void* pointer) {
   }
 }
 
+// No device holds 2^40 elements, and the bound keeps every extent computed from a stride
+// (at most (page_size - 1) x stride + row, page_size <= 2^20) inside int64.
+constexpr int64_t kMaxStride = int64_t{1} << 40;
+
 void require_stride(const char* name, int64_t stride, int64_t minimum) {
+  if (stride > kMaxStride) {
+    invalid(fmt::format("{}={} is too large: expected <= 2^40 elements (no device holds a "
+                        "tensor that wide)",
+                        name, stride));
+  }
   if (stride < minimum) {
     invalid(fmt::format("{}={} is too small: rows would overlap (expected >= {})", name, stride,
                         minimum));
@@ -55,6 +64,11 @@ void validate_shape(const MlaShape& shape) {
 }
 
 void validate_options(const MlaOptions& options) {
+  if (options.device < -1) {
+    invalid(fmt::format("device={} is out of range: expected -1 (current context's device) or a "
+                        "device ordinal >= 0",
+                        options.device));
+  }
   if (options.force_tier < 0 || options.force_tier > 3) {
     invalid(fmt::format("force_tier={} is out of range: expected 0 (auto) or 1..3",
                         options.force_tier));
@@ -113,8 +127,19 @@ void validate_kv_indices(const MlaBatch& batch) {
     invalid(fmt::format("validate_kv_indices is on but num_pages={} (expected >= 1)",
                         batch.num_pages));
   }
-  const int32_t total = batch.kv_indptr[batch.batch_size];
-  for (int32_t i = 0; i < total; ++i) {
+  if (batch.batch_size <= 0) return;  // no request reads a page
+  if (batch.kv_indptr == nullptr) {
+    invalid(fmt::format("kv_indptr is null; it must point to batch_size + 1 = {} entries",
+                        int64_t{batch.batch_size} + 1));
+  }
+  // The pages the requests own: kv_indptr[0] need not be 0, and entries before it are unused.
+  const int32_t first = batch.kv_indptr[0], end = batch.kv_indptr[batch.batch_size];
+  if (first < 0 || first > end) {  // make_plan refuses these first; checked again for direct callers
+    invalid(fmt::format("kv_indptr must be non-decreasing from >= 0: kv_indptr[0]={}, "
+                        "kv_indptr[{}]={}",
+                        first, batch.batch_size, end));
+  }
+  for (int32_t i = first; i < end; ++i) {
     const int32_t page = batch.kv_indices[i];
     if (page < 0 || page >= batch.num_pages) {
       invalid(fmt::format("kv_indices[{}]={} is out of range: expected 0..{}", i, page,

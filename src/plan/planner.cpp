@@ -19,6 +19,10 @@ constexpr int kMaxHeads = 128;
 constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr size_t kLayoutAlign = 256;
+// Query tiles one plan may hold. 2^24 tiles of 64 rows are 2^30 packed rows: q and out alone
+// would take over 1 TiB at the smallest head dim, so no batch a device can hold comes near it,
+// and a batch claiming more is refused before the planner allocates per-tile memory for it.
+constexpr int64_t kMaxTiles = int64_t{1} << 24;
 
 // Chunk lengths tried, as fractions of the mean per-pair share of KV tokens. 1 is about the
 // reference's choice; smaller chunks give longest-first smaller pieces to even out the pairs,
@@ -82,6 +86,7 @@ void validate_indptr(const int32_t* indptr, const char* name, int batch_size) {
 }
 
 void validate_requests(const PlanInput& in) {
+  int64_t tiles = 0;  // at the smallest tile (one CTA's rows): an upper bound
   for (int b = 0; b < in.batch_size; ++b) {
     const int64_t pages = int64_t{in.kv_indptr[b + 1]} - in.kv_indptr[b];
     const int64_t capacity = pages * in.page_size;
@@ -93,7 +98,14 @@ void validate_requests(const PlanInput& in) {
     if (packed > kInt32Max)
       invalid("request {} has q_len x num_heads = {} packed rows; at most {} are supported", b,
               packed, kInt32Max);
+    tiles += ceil_div(packed, in.cta_tile_q);
   }
+  if (tiles > kMaxTiles)
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("make_plan: the batch is too large: qo_indptr[{}]={} query tokens x "
+                            "num_heads {} make {} query tiles; at most {} are supported per plan",
+                            in.batch_size, in.qo_indptr[in.batch_size], in.num_heads, tiles,
+                            kMaxTiles));
 }
 
 void validate(const PlanInput& in) {

@@ -1,0 +1,476 @@
+// Bad input at every CPU-reachable entry point of the C++ API: the validation that
+// BatchMlaAttention's constructor, plan() and run() run before anything reaches the GPU
+// (validate_shape, validate_options, validate_run_args, validate_kv_indices, make_plan), and
+// the public parsers (KernelSpec::parse, parse_dtype). BatchMlaAttention itself needs a GPU, so
+// the functions it calls are tested directly. Each case asserts the error code AND that the
+// message names the argument.
+//
+// The cases live in one table so that docs/RELIABILITY.md can quote the real messages:
+//   build/tests/mlajit_tests "[.bad-input-table]"
+// prints the table in Markdown.
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "attention/run_args_validation.h"
+#include "mlajit/attention.h"
+#include "mlajit/error.h"
+#include "mlajit/kernel_spec.h"
+#include "plan/planner.h"
+
+namespace {
+
+using mlajit::Error;
+using mlajit::ErrorCode;
+
+struct BadInput {
+  std::string entry;     // the function that refuses it (and the public call that reaches it)
+  std::string what;      // the bad input, in words
+  std::string names;     // what the message must contain: the argument's name
+  ErrorCode code;
+  std::function<void()> call;
+};
+
+// ---- well-formed inputs the cases start from ----------------------------------------------
+
+mlajit::MlaShape good_shape() { return mlajit::MlaShape{}; }  // DeepSeek: 128 heads, 512 + 64
+
+// Fake device addresses: validation only looks at their values, never dereferences them.
+const void* fake_pointer(uintptr_t address) { return reinterpret_cast<const void*>(address); }
+
+mlajit::MlaRunArgs good_args(const mlajit::MlaShape& shape) {
+  mlajit::MlaRunArgs a;
+  const int64_t heads = shape.num_heads, ckv = shape.head_dim_ckv, kpe = shape.head_dim_kpe;
+  a.q_nope = fake_pointer(0x100000);
+  a.q_nope_stride_head = ckv;
+  a.q_nope_stride_token = heads * ckv;
+  a.q_pe = fake_pointer(0x200000);
+  a.q_pe_stride_head = kpe;
+  a.q_pe_stride_token = heads * kpe;
+  // One concatenated [page][token][ckv + kpe] cache: kpe = ckv + head_dim_ckv.
+  a.ckv = fake_pointer(0x300000);
+  a.ckv_stride_token = ckv + kpe;
+  a.ckv_stride_page = shape.page_size * (ckv + kpe);
+  a.kpe = fake_pointer(0x300000 + 2 * ckv);
+  a.kpe_stride_token = ckv + kpe;
+  a.kpe_stride_page = shape.page_size * (ckv + kpe);
+  a.kv_indices = static_cast<const int32_t*>(fake_pointer(0x400000));
+  a.out = const_cast<void*>(fake_pointer(0x500000));
+  a.out_stride_head = ckv;
+  a.out_stride_token = heads * ckv;
+  a.lse = nullptr;
+  a.num_tokens = 7;
+  a.sm_scale = 1.0f / std::sqrt(192.0f);
+  return a;
+}
+constexpr int64_t kPlannedTokens = 7;
+
+// Three requests: q_len 1, 2, 4 (7 tokens); kv_len 100, 0, 200 over pages of 64.
+struct GoodBatch {
+  std::vector<int32_t> qo_indptr{0, 1, 3, 7};
+  std::vector<int32_t> kv_indptr{0, 2, 2, 6};
+  std::vector<int32_t> kv_len{100, 0, 200};
+  std::vector<int32_t> kv_indices{0, 1, 2, 3, 4, 5};
+
+  mlajit::MlaBatch batch() const {
+    mlajit::MlaBatch b;
+    b.qo_indptr = qo_indptr.data();
+    b.kv_indptr = kv_indptr.data();
+    b.kv_len = kv_len.data();
+    b.batch_size = static_cast<int>(kv_len.size());
+    b.kv_indices = kv_indices.data();
+    b.num_pages = 8;
+    return b;
+  }
+  // What BatchMlaAttention::plan gives make_plan for a DeepSeek shape on an H200-like device.
+  mlajit::plan::PlanInput plan_input() const {
+    mlajit::plan::PlanInput in;
+    in.qo_indptr = qo_indptr.data();
+    in.kv_indptr = kv_indptr.data();
+    in.kv_len = kv_len.data();
+    in.batch_size = static_cast<int>(kv_len.size());
+    in.num_heads = 128;
+    in.page_size = 64;
+    in.num_ctas = 132;
+    return in;
+  }
+};
+
+// ---- the cases ------------------------------------------------------------------------------
+
+void add_shape_cases(std::vector<BadInput>& cases) {
+  auto shape_case = [&](std::string what, std::string names, ErrorCode code,
+                        std::function<void(mlajit::MlaShape&)> edit) {
+    cases.push_back({"validate_shape (BatchMlaAttention ctor)", std::move(what), std::move(names),
+                     code, [edit] {
+                       mlajit::MlaShape s = good_shape();
+                       edit(s);
+                       mlajit::validate_shape(s);
+                     }});
+  };
+  const auto inv = ErrorCode::kInvalidArgument;
+  shape_case("num_heads = 0", "num_heads", inv, [](auto& s) { s.num_heads = 0; });
+  shape_case("num_heads = -1", "num_heads", inv, [](auto& s) { s.num_heads = -1; });
+  shape_case("num_heads = 129", "num_heads", inv, [](auto& s) { s.num_heads = 129; });
+  shape_case("head dims (576, 64)", "head dims", ErrorCode::kUnsupported,
+             [](auto& s) { s.head_dim_ckv = 576; });
+  shape_case("head dims (512, 32) (mixed models)", "head dims", ErrorCode::kUnsupported,
+             [](auto& s) { s.head_dim_kpe = 32; });
+  shape_case("head dims (0, 0)", "head dims", ErrorCode::kUnsupported, [](auto& s) {
+    s.head_dim_ckv = 0;
+    s.head_dim_kpe = 0;
+  });
+  shape_case("page_size = 0", "page_size", inv, [](auto& s) { s.page_size = 0; });
+  shape_case("page_size = -64", "page_size", inv, [](auto& s) { s.page_size = -64; });
+  shape_case("page_size = 2^20 + 1", "page_size", inv, [](auto& s) { s.page_size = (1 << 20) + 1; });
+  shape_case("page_size = INT_MAX", "page_size", inv,
+             [](auto& s) { s.page_size = std::numeric_limits<int>::max(); });
+  shape_case("dtype = 7 (not an enumerator)", "dtype", inv,
+             [](auto& s) { s.dtype = static_cast<mlajit::DType>(7); });
+}
+
+void add_options_cases(std::vector<BadInput>& cases) {
+  auto options_case = [&](std::string what, std::string names,
+                          std::function<void(mlajit::MlaOptions&)> edit) {
+    cases.push_back({"validate_options (BatchMlaAttention ctor)", std::move(what), std::move(names),
+                     ErrorCode::kInvalidArgument, [edit] {
+                       mlajit::MlaOptions o;
+                       edit(o);
+                       mlajit::validate_options(o);
+                     }});
+  };
+  options_case("device = -2", "device", [](auto& o) { o.device = -2; });
+  options_case("force_tier = 4", "force_tier", [](auto& o) { o.force_tier = 4; });
+  options_case("force_tier = -1", "force_tier", [](auto& o) { o.force_tier = -1; });
+  options_case("cluster_size = 3", "cluster_size", [](auto& o) { o.cluster_size = 3; });
+  options_case("cluster_size = -1", "cluster_size", [](auto& o) { o.cluster_size = -1; });
+  options_case("lse_base = 5", "lse_base",
+               [](auto& o) { o.lse_base = static_cast<mlajit::LseBase>(5); });
+}
+
+void add_pointer_cases(std::vector<BadInput>& cases) {
+  auto args_case = [&](std::string what, std::string names,
+                       std::function<void(mlajit::MlaRunArgs&)> edit) {
+    cases.push_back({"validate_run_args (run)", std::move(what), std::move(names),
+                     ErrorCode::kInvalidArgument, [edit] {
+                       mlajit::MlaRunArgs a = good_args(good_shape());
+                       edit(a);
+                       mlajit::validate_run_args(good_shape(), a, kPlannedTokens);
+                     }});
+  };
+  args_case("q_nope null", "q_nope", [](auto& a) { a.q_nope = nullptr; });
+  args_case("q_pe null", "q_pe", [](auto& a) { a.q_pe = nullptr; });
+  args_case("ckv null", "ckv", [](auto& a) { a.ckv = nullptr; });
+  args_case("kpe null", "kpe", [](auto& a) { a.kpe = nullptr; });
+  args_case("out null", "out", [](auto& a) { a.out = nullptr; });
+  args_case("kv_indices null", "kv_indices", [](auto& a) { a.kv_indices = nullptr; });
+  args_case("q_nope misaligned (+2 bytes)", "q_nope", [](auto& a) { a.q_nope = fake_pointer(0x100002); });
+  args_case("q_pe misaligned (+8 bytes)", "q_pe", [](auto& a) { a.q_pe = fake_pointer(0x200008); });
+  args_case("ckv misaligned (+1 byte)", "ckv", [](auto& a) { a.ckv = fake_pointer(0x300001); });
+  args_case("kpe misaligned (+4 bytes)", "kpe", [](auto& a) { a.kpe = fake_pointer(0x300404); });
+  args_case("out misaligned (+2 bytes)", "out",
+            [](auto& a) { a.out = const_cast<void*>(fake_pointer(0x500002)); });
+  args_case("lse misaligned (+2 bytes)", "lse", [](auto& a) {
+    a.lse = static_cast<float*>(const_cast<void*>(fake_pointer(0x600002)));
+  });
+  args_case("num_tokens != qo_indptr[batch] (8 vs 7)", "num_tokens", [](auto& a) { a.num_tokens = 8; });
+  args_case("num_tokens negative", "num_tokens", [](auto& a) { a.num_tokens = -1; });
+  args_case("sm_scale = 0", "sm_scale", [](auto& a) { a.sm_scale = 0; });
+  args_case("sm_scale negative", "sm_scale", [](auto& a) { a.sm_scale = -0.07f; });
+  args_case("sm_scale NaN", "sm_scale",
+            [](auto& a) { a.sm_scale = std::numeric_limits<float>::quiet_NaN(); });
+  args_case("sm_scale +inf", "sm_scale",
+            [](auto& a) { a.sm_scale = std::numeric_limits<float>::infinity(); });
+}
+
+void add_stride_cases(std::vector<BadInput>& cases) {
+  auto args_case = [&](std::string what, std::string names,
+                       std::function<void(mlajit::MlaRunArgs&)> edit) {
+    cases.push_back({"validate_run_args (run)", std::move(what), std::move(names),
+                     ErrorCode::kInvalidArgument, [edit] {
+                       mlajit::MlaRunArgs a = good_args(good_shape());
+                       edit(a);
+                       mlajit::validate_run_args(good_shape(), a, kPlannedTokens);
+                     }});
+  };
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  args_case("heads overlap: q_nope_stride_head = 256 < 512", "q_nope_stride_head",
+            [](auto& a) { a.q_nope_stride_head = 256; });
+  args_case("tokens overlap: q_nope_stride_token = one head", "q_nope_stride_token",
+            [](auto& a) { a.q_nope_stride_token = 512; });
+  args_case("q_pe_stride_head = 0", "q_pe_stride_head", [](auto& a) { a.q_pe_stride_head = 0; });
+  args_case("q_pe_stride_token negative", "q_pe_stride_token",
+            [](auto& a) { a.q_pe_stride_token = -8192; });
+  args_case("out_stride_head = 504 < 512", "out_stride_head", [](auto& a) { a.out_stride_head = 504; });
+  args_case("out tokens overlap", "out_stride_token",
+            [](auto& a) { a.out_stride_token = 127 * 512; });
+  args_case("ckv_stride_token = 500 (< 512, not a multiple of 8)", "ckv_stride_token",
+            [](auto& a) { a.ckv_stride_token = 500; });
+  args_case("ckv pages overlap", "ckv_stride_page", [](auto& a) { a.ckv_stride_page = 576 * 63; });
+  args_case("kpe_stride_token = 32 < 64", "kpe_stride_token", [](auto& a) { a.kpe_stride_token = 32; });
+  args_case("kpe pages overlap", "kpe_stride_page", [](auto& a) { a.kpe_stride_page = 64; });
+  args_case("q_nope_stride_head = 516 (not a multiple of 8)", "q_nope_stride_head", [](auto& a) {
+    a.q_nope_stride_head = 516;
+    a.q_nope_stride_token = 128 * 520;
+  });
+  args_case("out_stride_token odd", "out_stride_token", [](auto& a) { a.out_stride_token += 1; });
+  args_case("q_nope_stride_head = INT64_MAX (overflow)", "q_nope_stride_head",
+            [huge](auto& a) { a.q_nope_stride_head = huge; });
+  args_case("ckv_stride_token = 2^62 (page extent overflows)", "ckv_stride_token",
+            [](auto& a) { a.ckv_stride_token = int64_t{1} << 62; });
+  args_case("kpe_stride_page = INT64_MAX", "kpe_stride_page",
+            [huge](auto& a) { a.kpe_stride_page = huge; });
+}
+
+void add_kv_indices_cases(std::vector<BadInput>& cases) {
+  auto indices_case = [&](std::string what, std::string names,
+                          std::function<void(GoodBatch&, mlajit::MlaBatch&)> edit) {
+    cases.push_back({"validate_kv_indices (plan, validate_kv_indices on)", std::move(what),
+                     std::move(names), ErrorCode::kInvalidArgument, [edit] {
+                       GoodBatch g;
+                       mlajit::MlaBatch b = g.batch();
+                       edit(g, b);
+                       mlajit::validate_kv_indices(b);
+                     }});
+  };
+  indices_case("host kv_indices null", "kv_indices", [](auto&, auto& b) { b.kv_indices = nullptr; });
+  indices_case("num_pages = 0", "num_pages", [](auto&, auto& b) { b.num_pages = 0; });
+  indices_case("page id = num_pages", "kv_indices[3]", [](auto& g, auto& b) {
+    g.kv_indices[3] = 8;
+    b.kv_indices = g.kv_indices.data();
+  });
+  indices_case("page id -1", "kv_indices[5]", [](auto& g, auto& b) {
+    g.kv_indices[5] = -1;
+    b.kv_indices = g.kv_indices.data();
+  });
+  indices_case("page id INT32_MAX", "kv_indices[0]", [](auto& g, auto& b) {
+    g.kv_indices[0] = std::numeric_limits<int32_t>::max();
+    b.kv_indices = g.kv_indices.data();
+  });
+  indices_case("kv_indptr null", "kv_indptr", [](auto&, auto& b) { b.kv_indptr = nullptr; });
+  indices_case("kv_indptr[0] negative", "kv_indptr", [](auto& g, auto& b) {
+    g.kv_indptr[0] = -1;
+    b.kv_indptr = g.kv_indptr.data();
+  });
+}
+
+void add_plan_scalar_cases(std::vector<BadInput>& cases) {
+  auto plan_case = [&](std::string what, std::string names, ErrorCode code,
+                       std::function<void(mlajit::plan::PlanInput&)> edit) {
+    cases.push_back({"make_plan (plan)", std::move(what), std::move(names), code, [edit] {
+                       GoodBatch g;
+                       mlajit::plan::PlanInput in = g.plan_input();
+                       edit(in);
+                       mlajit::plan::make_plan(in);
+                     }});
+  };
+  const auto inv = ErrorCode::kInvalidArgument;
+  plan_case("batch_size = -1", "batch_size", inv, [](auto& in) { in.batch_size = -1; });
+  plan_case("num_heads = 0", "num_heads", inv, [](auto& in) { in.num_heads = 0; });
+  plan_case("page_size = 0", "page_size", inv, [](auto& in) { in.page_size = 0; });
+  plan_case("num_ctas = 0 (no co-resident CTA)", "num_ctas", inv, [](auto& in) { in.num_ctas = 0; });
+  plan_case("cta_tile_q = 32", "cta_tile_q", inv, [](auto& in) { in.cta_tile_q = 32; });
+  plan_case("kv_tile = 128", "kv_tile", inv, [](auto& in) { in.kv_tile = 128; });
+  plan_case("cluster_size = 3", "cluster_size", inv, [](auto& in) { in.cluster_size = 3; });
+  plan_case("cluster_size 2 on one CTA", "cluster_size", inv, [](auto& in) {
+    in.cluster_size = 2;
+    in.num_ctas = 1;
+  });
+  plan_case("grid beyond gridDim.y (num_ctas = 200000)", "num_ctas", inv, [](auto& in) {
+    in.num_ctas = 200000;
+    in.cluster_size = 1;
+  });
+  plan_case("qo_indptr null", "qo_indptr", inv, [](auto& in) { in.qo_indptr = nullptr; });
+  plan_case("kv_indptr null", "kv_indptr", inv, [](auto& in) { in.kv_indptr = nullptr; });
+  plan_case("kv_len null", "kv_len", inv, [](auto& in) { in.kv_len = nullptr; });
+}
+
+void add_plan_array_cases(std::vector<BadInput>& cases) {
+  auto plan_case = [&](std::string what, std::string names, ErrorCode code,
+                       std::function<void(GoodBatch&)> edit) {
+    cases.push_back({"make_plan (plan)", std::move(what), std::move(names), code, [edit] {
+                       GoodBatch g;
+                       edit(g);
+                       mlajit::plan::make_plan(g.plan_input());
+                     }});
+  };
+  const auto inv = ErrorCode::kInvalidArgument;
+  plan_case("qo_indptr[0] = 1", "qo_indptr[0]", inv, [](auto& g) { g.qo_indptr[0] = 1; });
+  plan_case("qo_indptr[0] negative", "qo_indptr[0]", inv, [](auto& g) { g.qo_indptr[0] = -3; });
+  plan_case("qo_indptr decreasing", "qo_indptr[1]", inv, [](auto& g) { g.qo_indptr[2] = 0; });
+  plan_case("kv_indptr[0] negative", "kv_indptr[0]", inv, [](auto& g) { g.kv_indptr[0] = -2; });
+  plan_case("kv_indptr decreasing", "kv_indptr[2]", inv, [](auto& g) { g.kv_indptr[3] = 1; });
+  plan_case("kv_len negative", "kv_len[1]", inv, [](auto& g) { g.kv_len[1] = -1; });
+  plan_case("kv_len beyond its pages", "kv_len[0]", inv, [](auto& g) { g.kv_len[0] = 129; });
+  plan_case("kv_len INT32_MAX on 4 pages", "kv_len[2]", inv,
+            [](auto& g) { g.kv_len[2] = std::numeric_limits<int32_t>::max(); });
+  plan_case("one request's q_len x num_heads > 2^31 - 1", "q_len x num_heads", inv, [](auto& g) {
+    g.qo_indptr = {0, 1, 2, 1 << 25};
+  });
+  plan_case("batch too large: 2^30 tokens in 2^10 requests", "batch is too large",
+            ErrorCode::kUnsupported, [](auto& g) {
+              const int requests = 1 << 10;
+              g.qo_indptr.assign(requests + 1, 0);
+              g.kv_indptr.assign(requests + 1, 0);
+              g.kv_len.assign(requests, 0);
+              for (int b = 1; b <= requests; ++b) g.qo_indptr[b] = b << 20;
+            });
+}
+
+void add_parser_cases(std::vector<BadInput>& cases) {
+  auto spec_case = [&](std::string what, std::string names, std::string text) {
+    cases.push_back({"KernelSpec::parse", std::move(what), std::move(names),
+                     ErrorCode::kInvalidArgument, [text] { mlajit::KernelSpec::parse(text); }});
+  };
+  const std::string good = mlajit::KernelSpec{}.text();
+  auto replace = [&good](const std::string& from, const std::string& to) {
+    std::string t = good;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  spec_case("empty text", "family", "");
+  spec_case("unknown field", "'wat'", good + ";wat=1");
+  spec_case("field twice", "'causal'", good + ";causal=1");
+  spec_case("field missing", "'arch'", good.substr(0, good.find(";arch=")));
+  spec_case("ckv = 0", "'ckv'", replace("ckv=512", "ckv=0"));
+  spec_case("ckv = 99999999999 (overflows int)", "'ckv'", replace("ckv=512", "ckv=99999999999"));
+  spec_case("dtype fp8", "'q'", replace("q=bf16", "q=fp8"));
+  spec_case("arch sm_9", "'arch'", replace("arch=sm_90", "arch=sm_9"));
+  spec_case("causal = 2", "'causal'", replace("causal=0", "causal=2"));
+  cases.push_back({"parse_dtype", "\"fp32\"", "'fp32'", ErrorCode::kInvalidArgument,
+                   [] { mlajit::parse_dtype("fp32"); }});
+}
+
+const std::vector<BadInput>& all_bad_inputs() {
+  static const std::vector<BadInput> cases = [] {
+    std::vector<BadInput> c;
+    add_shape_cases(c);
+    add_options_cases(c);
+    add_pointer_cases(c);
+    add_stride_cases(c);
+    add_kv_indices_cases(c);
+    add_plan_scalar_cases(c);
+    add_plan_array_cases(c);
+    add_parser_cases(c);
+    return c;
+  }();
+  return cases;
+}
+
+// Runs the case; returns the Error it threw (fails the test when it threw nothing or another type).
+Error thrown_by(const BadInput& c) {
+  try {
+    c.call();
+  } catch (const Error& e) {
+    return e;
+  } catch (const std::exception& e) {
+    FAIL("threw a non-mlajit exception: " << e.what());
+  }
+  FAIL("accepted the bad input");
+  return Error(ErrorCode::kInternal, "unreachable");
+}
+
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the well-formed inputs the bad-input cases start from are accepted", "[bad-input]") {
+  GoodBatch g;
+  REQUIRE_NOTHROW(mlajit::validate_shape(good_shape()));
+  REQUIRE_NOTHROW(mlajit::validate_options(mlajit::MlaOptions{}));
+  REQUIRE_NOTHROW(mlajit::validate_run_args(good_shape(), good_args(good_shape()), kPlannedTokens));
+  REQUIRE_NOTHROW(mlajit::validate_kv_indices(g.batch()));
+  REQUIRE_NOTHROW(mlajit::plan::make_plan(g.plan_input()));
+  REQUIRE_NOTHROW(mlajit::KernelSpec::parse(mlajit::KernelSpec{}.text()));
+  // MiniCPM3 dims and the f16 / ln-base variants are valid too.
+  mlajit::MlaShape minicpm;
+  minicpm.num_heads = 40;
+  minicpm.head_dim_ckv = 256;
+  minicpm.head_dim_kpe = 32;
+  minicpm.page_size = 1;
+  minicpm.dtype = mlajit::DType::kFloat16;
+  REQUIRE_NOTHROW(mlajit::validate_shape(minicpm));
+  REQUIRE_NOTHROW(mlajit::validate_run_args(minicpm, good_args(minicpm), kPlannedTokens));
+}
+
+TEST_CASE("every bad input is refused with its error code and a message naming the argument",
+          "[bad-input]") {
+  for (const BadInput& c : all_bad_inputs()) {
+    INFO(c.entry << ": " << c.what);
+    const Error e = thrown_by(c);
+    INFO("message: " << e.what());
+    CHECK(e.code() == c.code);
+    CHECK_THAT(e.what(), Catch::Contains(c.names));
+  }
+}
+
+TEST_CASE("an empty batch needs no arrays, even with validate_kv_indices on", "[bad-input]") {
+  mlajit::plan::PlanInput in;
+  in.num_heads = 128;
+  in.page_size = 64;
+  in.num_ctas = 132;
+  const auto plan = mlajit::plan::make_plan(in);
+  REQUIRE(plan.work_items.empty());
+  // plan() then runs validate_kv_indices on the same batch: it must not read kv_indptr[0].
+  std::vector<int32_t> indices{0};
+  mlajit::MlaBatch batch;
+  batch.kv_indices = indices.data();
+  batch.num_pages = 1;
+  REQUIRE_NOTHROW(mlajit::validate_kv_indices(batch));
+}
+
+TEST_CASE("validate_kv_indices reads only the pages between kv_indptr[0] and kv_indptr[batch]",
+          "[bad-input]") {
+  // An index array shared with other batches: entries outside this batch's range are not its own.
+  std::vector<int32_t> qo{0, 1}, kv_indptr{2, 3}, kv_len{10}, indices{-1, 999, 4};
+  mlajit::MlaBatch batch;
+  batch.qo_indptr = qo.data();
+  batch.kv_indptr = kv_indptr.data();
+  batch.kv_len = kv_len.data();
+  batch.batch_size = 1;
+  batch.kv_indices = indices.data();
+  batch.num_pages = 5;
+  REQUIRE_NOTHROW(mlajit::validate_kv_indices(batch));
+}
+
+TEST_CASE("a batch just under the tile cap is still planned", "[bad-input]") {
+  // 2^24 tiles is the cap; one request of 2^14 tokens x 128 heads is 2^15 tiles: far below,
+  // and plans in well under a second.
+  std::vector<int32_t> qo{0, 1 << 14}, kv_indptr{0, 1}, kv_len{64};
+  mlajit::plan::PlanInput in;
+  in.qo_indptr = qo.data();
+  in.kv_indptr = kv_indptr.data();
+  in.kv_len = kv_len.data();
+  in.batch_size = 1;
+  in.num_heads = 128;
+  in.page_size = 64;
+  in.num_ctas = 132;
+  const auto plan = mlajit::plan::make_plan(in);
+  REQUIRE(plan.work_items.size() >= (size_t{1} << 15) / plan.cluster_size);
+}
+
+// Not a test: prints the cases and their real messages as a Markdown table for
+// docs/RELIABILITY.md. Run with: mlajit_tests "[.bad-input-table]"
+TEST_CASE("print the bad-input table", "[.bad-input-table]") {
+  std::cout << "| entry point | bad input | code | message |\n|---|---|---|---|\n";
+  for (const BadInput& c : all_bad_inputs()) {
+    const Error e = thrown_by(c);
+    std::cout << "| " << markdown_cell(c.entry) << " | " << markdown_cell(c.what) << " | "
+              << mlajit::error_code_name(e.code()) << " | `" << markdown_cell(e.what())
+              << "` |\n";
+  }
+}
