@@ -47,11 +47,26 @@ typedef enum mlajit_status {
   MLAJIT_ERROR_CACHE_MISS = 8,       /* MLAJIT_NO_JIT is set and no cache holds the kernel */
   MLAJIT_ERROR_IO = 9,               /* a file operation failed */
   MLAJIT_ERROR_INTERNAL = 10,        /* a broken invariant inside the library: please report */
-  MLAJIT_ERROR_OUT_OF_MEMORY = 11    /* host memory ran out */
+  MLAJIT_ERROR_OUT_OF_MEMORY = 11,   /* host memory ran out */
+  /* Not values: they give the enum the full range of int, so that a caller passing any int
+     (a newer library's code, garbage) is defined behaviour and gets a clear error. */
+  MLAJIT_STATUS_MIN_ENUM_ = -0x7fffffff - 1,
+  MLAJIT_STATUS_MAX_ENUM_ = 0x7fffffff
 } mlajit_status;
 
-typedef enum mlajit_dtype { MLAJIT_FLOAT16 = 0, MLAJIT_BFLOAT16 = 1 } mlajit_dtype;
-typedef enum mlajit_lse_base { MLAJIT_LSE_BASE2 = 0, MLAJIT_LSE_NATURAL = 1 } mlajit_lse_base;
+/* The _ENUM_ entries are not values; they give each enum the full range of int (see above). */
+typedef enum mlajit_dtype {
+  MLAJIT_FLOAT16 = 0,
+  MLAJIT_BFLOAT16 = 1,
+  MLAJIT_DTYPE_MIN_ENUM_ = -0x7fffffff - 1,
+  MLAJIT_DTYPE_MAX_ENUM_ = 0x7fffffff
+} mlajit_dtype;
+typedef enum mlajit_lse_base {
+  MLAJIT_LSE_BASE2 = 0,
+  MLAJIT_LSE_NATURAL = 1,
+  MLAJIT_LSE_BASE_MIN_ENUM_ = -0x7fffffff - 1,
+  MLAJIT_LSE_BASE_MAX_ENUM_ = 0x7fffffff
+} mlajit_lse_base;
 
 /* ---- version and errors ------------------------------------------------------------- */
 

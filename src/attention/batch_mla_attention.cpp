@@ -71,6 +71,15 @@ struct BatchMlaAttention::Impl {
   bool planned = false;
   int64_t planned_tokens = 0;
 
+  void require_stream_on_device(void* stream) const {
+    if (!driver::stream_on_device(static_cast<CUstream>(stream), device)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("stream={} belongs to another context than device {}'s primary "
+                              "context: pass a stream created on device {}",
+                              stream, device, device));
+    }
+  }
+
   void choose_launch_path() {
     const int per_sm = kernel->function.max_active_blocks_per_sm(
         kThreadsPerCta, kernel->metadata.dynamic_smem_bytes);
@@ -144,6 +153,10 @@ void BatchMlaAttention::plan(const MlaBatch& batch, void* stream) {
   if (s.options.validate_kv_indices) validate_kv_indices(batch);
 
   driver::set_current_device(s.device);
+  s.require_stream_on_device(stream);
+  // A failed upload leaves the workspace without a valid plan: run() must refuse until the
+  // next plan() succeeds.
+  s.planned = false;
   s.workspace->upload(new_plan, static_cast<CUstream>(stream));
   s.current_plan = std::move(new_plan);
   s.planned_tokens = batch.batch_size > 0 ? batch.qo_indptr[batch.batch_size] : 0;
@@ -191,12 +204,7 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   validate_run_args(s.shape, args, s.planned_tokens);
   const auto cu_stream = static_cast<CUstream>(stream);
   driver::set_current_device(s.device);
-  if (!driver::stream_on_device(cu_stream, s.device)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("stream={} belongs to another context than device {}'s primary "
-                            "context: pass a stream created on device {}",
-                            stream, s.device, s.device));
-  }
+  s.require_stream_on_device(stream);
   mlajit_kernel::MlaParams params = make_kernel_params(s.shape, s.options, *s.workspace, args);
   const plan::Plan& plan = s.current_plan;
   if (plan.work_items.empty()) return;  // nothing to compute (no query tokens)

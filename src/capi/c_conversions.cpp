@@ -11,6 +11,7 @@ DType to_dtype(mlajit_dtype dtype) {
   switch (dtype) {
     case MLAJIT_FLOAT16: return DType::kFloat16;
     case MLAJIT_BFLOAT16: return DType::kBFloat16;
+    default: break;  // any other int, the range markers included
   }
   throw Error(ErrorCode::kInvalidArgument,
               fmt::format("shape->dtype={} is not a dtype: expected MLAJIT_FLOAT16 (0) or "
