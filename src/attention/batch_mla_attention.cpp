@@ -207,7 +207,9 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   s.require_stream_on_device(stream);
   mlajit_kernel::MlaParams params = make_kernel_params(s.shape, s.options, *s.workspace, args);
   const plan::Plan& plan = s.current_plan;
-  if (plan.work_items.empty()) return;  // nothing to compute (no query tokens)
+  // Nothing to compute (no query tokens); a pinned grid launches anyway, so that a graph
+  // captured on an empty batch still runs after a re-plan.
+  if (plan.work_items.empty() && s.options.cluster_size == 0) return;
 
   driver::LaunchConfig config;
   config.grid_x = static_cast<unsigned>(plan.cluster_size);
