@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One sitting on a GPU machine (the H200 kinds of the device tool), from a folder made by
+# scripts/prepare-gpu-sitting.sh: no-JIT verify from the CPU-built cache, the GPU tests (two
+# GPUs at once where there are two), bench with plot, the Python binding against PyTorch, host
+# overheads, the installed examples, compute-sanitizer. Logs go to $OUT (or ./out).
+cd "$(dirname "$0")"
+here=$PWD
+OUT=${OUT:-$here/out}; mkdir -p "$OUT"
+export MLAJIT_CACHE_DIR=$here/usercache LD_LIBRARY_PATH=$here/prefix/lib:/usr/local/cuda/lib64
+nvidia-smi -L | tee $OUT/nvsmi.txt
+echo "=== no-JIT verify from the CPU-built cache"
+MLAJIT_NO_JIT=1 MLAJIT_CACHE_PATH=$here/cache MLAJIT_CACHE_DIR=$here/empty SPDLOG_LEVEL=mlajit.cache=debug ./prefix/bin/mlajit verify > $OUT/verify_nojit.txt 2>&1; echo "verify rc=$?"
+grep -E "cases passed|stats" $OUT/verify_nojit.txt | tail -2
+echo "=== GPU tests"
+timeout 240 ./mlajit_gpu_tests > $OUT/gpu_tests.txt 2>&1; echo "gpu tests rc=$?"
+grep -E "FAIL|failed|passed|skipped|two GPUs|graph" $OUT/gpu_tests.txt | tail -12
+echo "=== bench"
+timeout 150 ./prefix/bin/mlajit bench --csv $OUT/bench.csv --plot $OUT/roofline.png > $OUT/bench.txt 2>&1; echo "bench rc=$?"
+cat $OUT/bench.txt | tail -40
+echo "=== python"
+(cd ../../python/tests && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so timeout 120 python3 -m pytest -q -x test_mla_torch.py test_args.py 2>&1 | tail -15) | tee $OUT/python.txt
+(cd ../../python/tests && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so PYTHONPATH=.. timeout 60 python3 bench_overhead.py 2>&1 | tail -5) | tee -a $OUT/python.txt
+echo "=== overhead"
+timeout 60 ./run_overhead 2>&1 | tail -6 | tee $OUT/overhead.txt
+echo "=== examples"
+timeout 30 ./cpp_decode 2>&1 | tail -3; timeout 30 ./c_decode 2>&1 | tail -3
+echo "=== compute-sanitizer"
+for tool in memcheck racecheck synccheck; do
+  timeout 100 compute-sanitizer --tool $tool ./mlajit_gpu_tests "[.sanitize]" > $OUT/sanitize_$tool.txt 2>&1
+  echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|errors' $OUT/sanitize_$tool.txt | tail -2 | tr '\n' ' ')"
+done
