@@ -5,8 +5,11 @@
 //  - QK^T over the ckv + kpe dims: with QK_SHARD the two warpgroups take one half of the KV
 //    tile's columns each and exchange row maxima and P through shared memory; without it
 //    both compute the whole (small) tile.
-//  - PV: the value is the ckv row itself; warpgroup g produces output dims
-//    [g * CKV / 2, (g + 1) * CKV / 2), so each thread keeps only half of O in registers.
+//  - PV: the value is the ckv row itself. With QK_SHARD all of P goes through shared memory
+//    and warp w of warpgroup g produces rows 16w.. and 16(w ^ 1).. x dim quarter 2g + w % 2
+//    (each V fragment serves two m16 row tiles); without it warpgroup g produces output dims
+//    [g * CKV / 2, (g + 1) * CKV / 2) of its warp's 16 rows. Either way a thread holds 128
+//    fp32 accumulators of O at CKV = 512.
 //  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache.
 // The host contract (work items, merge records, phases) is in mla_params.cuh.
 #pragma once
@@ -45,9 +48,20 @@ struct MlaConfig {
   // QK: a warp computes 16 rows x kQkCols columns, as kQkBlocks 16x16 blocks.
   static constexpr int kQkCols = QK_SHARD ? KV_TILE / kGroups : KV_TILE;
   static constexpr int kQkBlocks = kQkCols / 16;
-  // PV: a warp accumulates 16 rows x kOutDims dims, as kPvDimBlocks 16x16 blocks.
-  static constexpr int kOutDims = HEAD_DIM_CKV / kGroups;
+  // PV: a warp accumulates kPvMTiles * 16 rows x kOutDims dims, as kPvMTiles x kPvDimBlocks
+  // 16x16 blocks (kPvBlocks in all). With QK_SHARD (P goes through shared memory anyway) the
+  // 8 warps split PV as 2 row halves x 4 dim quarters, so each V fragment read from shared
+  // memory serves two m16 row tiles: warp w of warpgroup g takes its own QK rows 16w.. and
+  // those of warp w ^ 1 (row half w / 2), dim quarter 2g + w % 2. Without QK_SHARD, as 4 row
+  // groups (the warps) x 2 dim halves (the warpgroups), P staying in registers.
+  static constexpr bool kPvRowHalves = QK_SHARD;
+  static constexpr int kPvMTiles = kPvRowHalves ? 2 : 1;
+  static constexpr int kPvDimSplit = kPvRowHalves ? kWarpsPerGroup : kGroups;
+  static constexpr int kOutDims = HEAD_DIM_CKV / kPvDimSplit;
   static constexpr int kPvDimBlocks = kOutDims / 16;
+  static constexpr int kPvBlocks = kPvMTiles * kPvDimBlocks;
+  static constexpr int kPvRows = 2 * kPvMTiles;  // accumulator rows of a thread in PV
+  static constexpr int kPartnerRows = kPvRows - 2;  // of those, rows of another QK warp
 
   // Narrow tiles (at most 16 valid rows: decode with <= 16 heads) would leave 3 of the 4 warps
   // of each warpgroup multiplying padding. There all 8 warps share rows 0-15: QK splits the
@@ -86,6 +100,7 @@ struct MlaConfig {
 
   static_assert(Q_TILE == 16 * kWarpsPerGroup, "each warp of a warpgroup owns 16 query rows");
   static_assert(KV_TILE % (QK_SHARD ? 32 : 16) == 0, "KV tile must split into 16-token blocks");
+  static_assert(!kPvRowHalves || kGroups * kPvMTiles * 16 == Q_TILE, "PV row halves cover the tile");
   static_assert(HEAD_DIM_CKV % (16 * kLanesPerRow) == 0 && HEAD_DIM_KPE % 16 == 0,
                 "head dims must be multiples of 128 (ckv) and 16 (kpe)");
   static_assert(NUM_STAGES >= 1, "at least one KV stage");
@@ -162,6 +177,13 @@ struct ThreadRole {
   }
   // Local query rows of this thread's accumulator rows j = 0, 1.
   __device__ __forceinline__ int acc_row(int j) const { return warp * 16 + (lane >> 2) + 8 * j; }
+  // Local query rows of this thread's PV accumulator rows k = 2 * m-tile + j (row halves):
+  // m-tile 0 is the warp's own QK rows, m-tile 1 those of warp w ^ 1.
+  __device__ __forceinline__ int pv_row(int k) const {
+    return 16 * (warp ^ (k >> 1)) + (lane >> 2) + 8 * (k & 1);
+  }
+  // Dim quarter of this warp in PV (row halves).
+  __device__ __forceinline__ int pv_quarter() const { return 2 * group + (warp & 1); }
 };
 
 // What one CTA does for one work item, derived once.
@@ -208,11 +230,12 @@ __device__ __forceinline__ TileContext make_context(const MlaParams& p, const Ml
 }
 
 // Online-softmax state of this thread's two accumulator rows and its half of O.
-template <typename C, int DIM_BLOCKS = C::kPvDimBlocks>
+template <typename C, int DIM_BLOCKS = C::kPvBlocks>
 struct SoftmaxState {
   float o[DIM_BLOCKS][8];
   float m[2];  // running row max of the raw scores (unscaled)
   float d[2];  // this thread's share of the running row sum
+  float m_pv[C::kPartnerRows > 0 ? C::kPartnerRows : 1];  // row halves: running max of pv_row(2 + j)
 
   __device__ __forceinline__ void init() {
 #pragma unroll
@@ -224,6 +247,8 @@ struct SoftmaxState {
       m[j] = neg_inf();
       d[j] = 0.f;
     }
+#pragma unroll
+    for (int k = 0; k < C::kPartnerRows; ++k) m_pv[k] = neg_inf();
   }
 };
 
@@ -491,12 +516,14 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8]
     const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
     st.m[j] = m_tile[j];
     st.d[j] *= rescale;
+    {  // with row halves, m-tile 0 of O holds these rows
 #pragma unroll
-    for (int b = 0; b < C::kPvDimBlocks; ++b) {
-      st.o[b][2 * j] *= rescale;
-      st.o[b][2 * j + 1] *= rescale;
-      st.o[b][2 * j + 4] *= rescale;
-      st.o[b][2 * j + 5] *= rescale;
+      for (int b = 0; b < C::kPvDimBlocks; ++b) {
+        st.o[b][2 * j] *= rescale;
+        st.o[b][2 * j + 1] *= rescale;
+        st.o[b][2 * j + 4] *= rescale;
+        st.o[b][2 * j + 5] *= rescale;
+      }
     }
 #pragma unroll
     for (int b = 0; b < C::kQkBlocks; ++b) {
@@ -508,10 +535,31 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[C::kQkBlocks][8]
       }
     }
   }
+  if constexpr (C::kPvRowHalves) {
+    // M-tile 1 of O holds rows of QK warp w ^ 1: their new maxima are the same max of the
+    // two exchanged values (each already holds the old max), so the rescale factors follow
+    // here without another exchange. The reads precede compute_pv's barrier.
+#pragma unroll
+    for (int j = 0; j < C::kPartnerRows; ++j) {
+      const int row = role.pv_row(2 + j);
+      const float mn = fmaxf(sm.row_exchange[row], sm.row_exchange[C::kQTile + row]);
+      const float base = mn == neg_inf() ? 0.f : mn * scale_log2;
+      const float rescale = fast_exp2(st.m_pv[j] * scale_log2 - base);
+      st.m_pv[j] = mn;
+#pragma unroll
+      for (int b = 0; b < C::kPvDimBlocks; ++b) {
+        float(&o)[8] = st.o[C::kPvDimBlocks + b];
+        o[2 * j] *= rescale;
+        o[2 * j + 1] *= rescale;
+        o[2 * j + 4] *= rescale;
+        o[2 * j + 5] *= rescale;
+      }
+    }
+  }
 }
 
 // o += P(16 rows x 16 tokens, fragment p) . ckv[kv_row0 .. +16, this warpgroup's dims].
-template <typename C, int DIM_BLOCKS = C::kPvDimBlocks>
+template <typename C, int DIM_BLOCKS = C::kPvBlocks>
 __device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C, DIM_BLOCKS>& st, const uint32_t (&p)[4],
                                                     uint32_t v_base, int kv_row0,
                                                     const FragmentAddress<C::kCkvChunks>& v_addr) {
@@ -525,11 +573,12 @@ __device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C, DIM_BLOCKS>&
   }
 }
 
-// Stage: compute_pv. With QK_SHARD the other warpgroup's probabilities come through shared
-// memory (the stage's kpe buffer, free once both warpgroups are past the row-max exchange).
+// compute_pv as 4 row groups (warps) x 2 dim halves (warpgroups). With QK_SHARD the other
+// warpgroup's probabilities come through shared memory (the stage's kpe buffer, free once both
+// warpgroups are past the row-max exchange).
 template <typename C>
-__device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], SoftmaxState<C>& st,
-                                           const SmemMap<C>& sm, int stage, const ThreadRole& role) {
+__device__ __forceinline__ void compute_pv_split_dims(const float (&s)[C::kQkBlocks][8], SoftmaxState<C>& st,
+                                                      const SmemMap<C>& sm, int stage, const ThreadRole& role) {
   using DType = typename C::DType;
   using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
   const uint32_t v_base = sm.ckv(stage);
@@ -563,11 +612,71 @@ __device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], So
   }
 }
 
+
+// Row halves: o += P[rows 16w.., 16(w ^ 1).., tokens 16kk..+16] . V[those tokens, this warp's
+// dim quarter]; each V fragment serves both m16 row tiles.
+template <typename C>
+__device__ __forceinline__ void accumulate_pv_halves(SoftmaxState<C>& st, uint32_t p_base, uint32_t v_base,
+                                                     const FragmentAddress<C::kCkvChunks>& v_addr, int kk,
+                                                     const ThreadRole& role) {
+  using DType = typename C::DType;
+  using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
+  uint32_t a[C::kPvMTiles][4];
+#pragma unroll
+  for (int i = 0; i < C::kPvMTiles; ++i)
+    ldmatrix_x4(a[i], p_base + PSwizzle::byte_offset(16 * (role.warp ^ i) + role.lane % 16, 2 * kk + role.lane / 16));
+  const uint32_t block_base = v_base + kk * 16 * (C::kCkvChunks * 16);
+#pragma unroll
+  for (int b = 0; b < C::kPvDimBlocks; ++b) {
+    uint32_t v[4];
+    ldmatrix_x4_trans(v, block_base + v_addr.step(b));
+#pragma unroll
+    for (int i = 0; i < C::kPvMTiles; ++i) mma_16x16x16<DType>(st.o[i * C::kPvDimBlocks + b], a[i], v);
+  }
+}
+
+// Stage: compute_pv. With QK_SHARD P goes through shared memory (the stage's kpe buffer, free
+// once all warps are past the row-max exchange) and PV runs as 2 row halves x 4 dim quarters.
+template <typename C>
+__device__ __forceinline__ void compute_pv(const float (&s)[C::kQkBlocks][8], SoftmaxState<C>& st,
+                                           const SmemMap<C>& sm, int stage, const ThreadRole& role) {
+  using DType = typename C::DType;
+  using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
+  const uint32_t v_base = sm.ckv(stage);
+  if constexpr (C::kPvRowHalves) {
+    // All of P goes through shared memory; warp (g, w) then multiplies rows 16w.. and
+    // 16(w ^ 1).. (two m16 tiles) by dim quarter 2g + w % 2 of V, each V fragment serving both.
+    const uint32_t p_base = sm.kpe_p(stage);
+    const int own_col0 = role.group * C::kQkCols;
+    const int prow = role.warp * 16 + role.lane % 16;
+#pragma unroll
+    for (int b = 0; b < C::kQkBlocks; ++b) {
+      uint32_t p[4];
+      pack_fragment<DType>(p, s[b]);
+      stmatrix_x4(p_base + PSwizzle::byte_offset(prow, (own_col0 + 16 * b) / 8 + role.lane / 16), p);
+    }
+    __syncthreads();  // all of P is in shared memory
+    const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                                role.pv_quarter() * (C::kCkvChunks / C::kPvDimSplit) + role.lane / 16);
+    // Fully unrolled, the causal tier-1 kernel spilled 12 bytes (255 registers); two k-steps
+    // per iteration keep it at 243 without spills (H200: 1-2% slower than full unrolling on
+    // the full-attention shapes, which do not spill).
+    if constexpr (C::kCausal) {
+#pragma unroll 2
+      for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves<C>(st, p_base, v_base, v_addr, kk, role);
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves<C>(st, p_base, v_base, v_addr, kk, role);
+    }
+  } else {
+    compute_pv_split_dims<C>(s, st, sm, stage, role);
+  }
+}
 // Stage: normalize. Completes the row sums (quad, then across warpgroups), scales O by 1/d
 // and returns the base-2 LSE of each accumulator row (-inf for rows that saw nothing).
 template <typename C>
 __device__ __forceinline__ void normalize(SoftmaxState<C>& st, const SmemMap<C>& sm,
-                                          float scale_log2, float (&lse)[2], const ThreadRole& role) {
+                                          float scale_log2, float (&lse)[C::kPvRows], const ThreadRole& role) {
   float d[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) d[j] = quad_sum(st.d[j]);
@@ -578,21 +687,27 @@ __device__ __forceinline__ void normalize(SoftmaxState<C>& st, const SmemMap<C>&
       for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = d[j];
     }
     __syncthreads();
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-      d[j] = sm.row_exchange[role.acc_row(j)] + sm.row_exchange[C::kQTile + role.acc_row(j)];
   }
+  // Row k of the PV accumulators: 0, 1 this warp's QK rows, 2, 3 (row halves) warp w ^ 1's.
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const bool empty = st.m[j] == neg_inf() || !(d[j] > 0.f);
-    const float inv = empty ? 0.f : 1.f / d[j];
-    lse[j] = empty ? neg_inf() : st.m[j] * scale_log2 + fast_log2(d[j]);
+  for (int k = 0; k < C::kPvRows; ++k) {
+    const int j = k & 1;
+    float dk = d[j];
+    if constexpr (C::kQkShard) {
+      const int row = role.pv_row(k);
+      dk = sm.row_exchange[row] + sm.row_exchange[C::kQTile + row];
+    }
+    const float mk = k < 2 ? st.m[j] : st.m_pv[k < 2 ? 0 : k - 2];
+    const bool empty = mk == neg_inf() || !(dk > 0.f);
+    const float inv = empty ? 0.f : 1.f / dk;
+    lse[k] = empty ? neg_inf() : mk * scale_log2 + fast_log2(dk);
 #pragma unroll
     for (int b = 0; b < C::kPvDimBlocks; ++b) {
-      st.o[b][2 * j] *= inv;
-      st.o[b][2 * j + 1] *= inv;
-      st.o[b][2 * j + 4] *= inv;
-      st.o[b][2 * j + 5] *= inv;
+      float(&o)[8] = st.o[(k >> 1) * C::kPvDimBlocks + b];
+      o[2 * j] *= inv;
+      o[2 * j + 1] *= inv;
+      o[2 * j + 4] *= inv;
+      o[2 * j + 5] *= inv;
     }
   }
 }
@@ -770,8 +885,8 @@ __device__ __forceinline__ void normalize_narrow(NarrowState<C>& st, const SmemM
 // rows; the final output or the partial buffer, and the LSE (written by warpgroup 0).
 template <typename C, bool NARROW>
 __device__ __forceinline__ void write_output(const MlaParams& p,
-                                             SoftmaxState<C, NARROW ? C::kNarrowPvBlocks : C::kPvDimBlocks>& st,
-                                             const float (&lse)[2], const SmemMap<C>& sm,
+                                             SoftmaxState<C, NARROW ? C::kNarrowPvBlocks : C::kPvBlocks>& st,
+                                             const float (&lse)[NARROW ? 2 : C::kPvRows], const SmemMap<C>& sm,
                                              const TileContext& t, const ThreadRole& role) {
   using DType = typename C::DType;
   using OSwizzle = Swizzle<C::kCkvChunks>;
@@ -780,16 +895,26 @@ __device__ __forceinline__ void write_output(const MlaParams& p,
   // `role`, the compiler hoists all of them to the kernel's start and, at 255 registers in the
   // wide tier-1 loop, keeps them in local memory.
   const ThreadRole fresh = ThreadRole::make_fresh();
-  const int orow = NARROW ? fresh.lane % 16 : fresh.warp * 16 + fresh.lane % 16;
-  const int ochunk0 = NARROW ? cta_warp(fresh) * (C::kCkvChunks / C::kWarps) : fresh.group * (C::kCkvChunks / 2);
+  constexpr bool kHalves = !NARROW && C::kPvRowHalves;
+  constexpr int kDimBlocks = NARROW ? C::kNarrowPvBlocks : C::kPvDimBlocks;
+  constexpr int kMTiles = NARROW ? 1 : C::kPvMTiles;
+  const int ochunk0 = NARROW    ? cta_warp(fresh) * (C::kCkvChunks / C::kWarps)
+                      : kHalves ? fresh.pv_quarter() * (C::kCkvChunks / C::kPvDimSplit)
+                                : fresh.group * (C::kCkvChunks / 2);
 #pragma unroll
-  for (int b = 0; b < (NARROW ? C::kNarrowPvBlocks : C::kPvDimBlocks); ++b) {
-    uint32_t packed[4];
-    pack_fragment<DType>(packed, st.o[b]);
-    stmatrix_x4(sm.o + OSwizzle::byte_offset(orow, ochunk0 + 2 * b + role.lane / 16), packed);
+  for (int i = 0; i < kMTiles; ++i) {
+    // M-tile i holds the rows of warp w ^ i (row halves; i = 0 only otherwise).
+    const int orow = NARROW ? fresh.lane % 16 : (fresh.warp ^ i) * 16 + fresh.lane % 16;
+#pragma unroll
+    for (int b = 0; b < kDimBlocks; ++b) {
+      uint32_t packed[4];
+      pack_fragment<DType>(packed, st.o[i * kDimBlocks + b]);
+      stmatrix_x4(sm.o + OSwizzle::byte_offset(orow, ochunk0 + 2 * b + role.lane / 16), packed);
+    }
   }
   const bool partial = t.partial_row >= 0;
   const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kQTile;
+  // lse[0], lse[1] are the rows of the thread's own QK accumulators (acc_row) in the wide modes.
   if ((NARROW ? cta_warp(role) == 0 : role.group == 0) && role.lane % 4 == 0) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
@@ -876,7 +1001,7 @@ __device__ __forceinline__ void attend_wide(const MlaParams& p, const SmemMap<C>
     compute_pv<C>(s, st, sm, stage, role);
   }
   cp_async_wait<0>();
-  float lse[2];
+  float lse[C::kPvRows];
   normalize<C>(st, sm, p.sm_scale_log2, lse, role);
   write_output<C, false>(p, st, lse, sm, t, role);
 }
