@@ -280,10 +280,18 @@ std::vector<int64_t> chunk_costs(const Chunking& chunking, const Geometry& g) {
 // all CTAs of the grid.
 int64_t merge_cost_per_cta(const std::vector<Tile>& tiles, const Chunking& chunking,
                            const Geometry& g) {
-  int64_t units = 0;
-  for (size_t t = 0; t < tiles.size(); ++t)
-    if (chunking.chunks_per_tile[t] >= 2) units += int64_t{tiles[t].rows} * chunking.chunks_per_tile[t];
-  return ceil_div(units, int64_t{g.cluster_size} * g.grid_y);
+  // Merge pieces (kMergePieceRows rows of one tile) are not split between CTAs, so the merge
+  // takes at least as long as the largest piece, however many CTAs share the rest. Measured on
+  // the H200: a single 128-head request cut into 64 chunks merged its 16 pieces on 16 CTAs,
+  // each reading 64 partial rows per row, and lost to fewer, longer chunks.
+  int64_t units = 0, largest_piece = 0;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    const int64_t chunks = chunking.chunks_per_tile[t];
+    if (chunks < 2) continue;
+    units += int64_t{tiles[t].rows} * chunks;
+    largest_piece = std::max(largest_piece, std::min<int64_t>(tiles[t].rows, kMergePieceRows) * chunks);
+  }
+  return std::max(ceil_div(units, int64_t{g.cluster_size} * g.grid_y), largest_piece);
 }
 
 Candidate evaluate(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
