@@ -50,8 +50,6 @@ __device__ __forceinline__ void merge_row(const MlaParams& params, const MlaMerg
                                           int32_t i, int32_t part) {
   const DType* partial_o = static_cast<const DType*>(params.partial_o);
   float lse_max = neg_inf();
-  // Unrolled so that several chunks' loads are in flight: the loop is latency-bound.
-#pragma unroll 8
   for (int32_t c = 0; c < record.num_chunks; ++c) {
     const int64_t prow = record.partial_row_base + static_cast<int64_t>(c) * record.partial_stride + i;
     lse_max = fmaxf(lse_max, load_global_cg(params.partial_lse + prow));
@@ -59,7 +57,6 @@ __device__ __forceinline__ void merge_row(const MlaParams& params, const MlaMerg
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   float weight_sum = 0.f;
   if (lse_max != neg_inf()) {
-#pragma unroll 8
     for (int32_t c = 0; c < record.num_chunks; ++c) {
       const int64_t prow =
           record.partial_row_base + static_cast<int64_t>(c) * record.partial_stride + i;
