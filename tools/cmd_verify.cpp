@@ -93,8 +93,9 @@ std::string tier_does_not_fit(const CaseShape& shape, const driver::DeviceInfo& 
   spec.q_dtype = spec.kv_dtype = spec.o_dtype = shape.dtype;
   spec.head_dim_ckv = shape.ckv;
   spec.head_dim_kpe = shape.kpe;
-  const int bytes = jit::mla_shared_storage_bytes(spec, jit::tile_tier(shape.force_tier));
-  if (bytes <= device.smem_per_block_optin && bytes <= device.smem_per_sm - 1024) return "";
+  const TileConfig tile = jit::tile_tier(shape.force_tier);
+  if (jit::tile_fits(spec, tile, device.smem_per_sm, device.smem_per_block_optin)) return "";
+  const int bytes = jit::mla_shared_storage_bytes(spec, tile);
   return fmt::format("tier {} needs {} B of shared memory; the device has {} B per block",
                      shape.force_tier, bytes, device.smem_per_block_optin);
 }

@@ -1,4 +1,5 @@
 // tile_for / tile_for_arch: the same choice BatchMlaAttention makes, without building it.
+#include "attention/mla_spec.h"
 #include "attention/run_args_validation.h"
 #include "driver/cuda_driver.h"
 #include "jit/tile_config.h"
@@ -7,19 +8,11 @@
 namespace mlajit {
 namespace {
 
-// Mirrors make_spec() of batch_mla_attention.cpp (without force_tier): the spec of a shape
-// on a device with these shared-memory limits.
+// The spec BatchMlaAttention would run for `shape` on a device with these limits.
 TileChoice choose(const MlaShape& shape, const std::string& arch, int smem_per_sm,
                   int smem_per_block_optin) {
   validate_shape(shape);
-  KernelSpec spec;
-  spec.family = "mla_fa2";
-  spec.q_dtype = spec.kv_dtype = spec.o_dtype = shape.dtype;
-  spec.head_dim_ckv = shape.head_dim_ckv;
-  spec.head_dim_kpe = shape.head_dim_kpe;
-  spec.causal = shape.causal;
-  spec.arch = arch;
-  spec.tile = jit::select_tile_config(spec, smem_per_sm, smem_per_block_optin);
+  const KernelSpec spec = mla_spec_for(shape, arch, smem_per_sm, smem_per_block_optin);
   TileChoice choice;
   choice.tile = spec.tile;
   choice.tier = jit::tier_of(spec.tile);

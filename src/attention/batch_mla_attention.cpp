@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "attention/mla_spec.h"
 #include "attention/mla_workspace.h"
 #include "attention/run_args_validation.h"
 #include "common/logging.h"
@@ -38,21 +39,6 @@ int resolve_device(int requested) {
   } catch (const Error&) {
     return 0;  // no current context: the first device, as the runtime API would pick
   }
-}
-
-KernelSpec make_spec(const MlaShape& shape, const jit::DeviceProfile& device,
-                     const MlaOptions& options) {
-  KernelSpec spec;
-  spec.family = "mla_fa2";
-  spec.q_dtype = spec.kv_dtype = spec.o_dtype = shape.dtype;
-  spec.head_dim_ckv = shape.head_dim_ckv;
-  spec.head_dim_kpe = shape.head_dim_kpe;
-  spec.causal = shape.causal;
-  spec.arch = device.arch;
-  spec.tile = options.force_tier != 0
-                  ? jit::tile_tier(options.force_tier)
-                  : jit::select_tile_config(spec, device.smem_per_sm, device.smem_per_block_optin);
-  return spec;
 }
 
 }  // namespace
@@ -111,12 +97,8 @@ BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& op
   s.device = resolve_device(options.device);
   driver::set_current_device(s.device);
   s.device_info = driver::device_info(s.device);
-  jit::DeviceProfile profile;
-  profile.arch = s.device_info.arch();
-  profile.smem_per_sm = s.device_info.smem_per_sm;
-  profile.smem_per_block_optin = s.device_info.smem_per_block_optin;
-  profile.sm_count = s.device_info.sm_count;
-  s.spec = make_spec(shape, profile, options);
+  s.spec = mla_spec_for(shape, s.device_info.arch(), s.device_info.smem_per_sm,
+                        s.device_info.smem_per_block_optin, options.force_tier);
   s.kernel = jit::KernelRegistry::instance().load(s.spec, s.device);
   s.choose_launch_path();
   s.workspace = std::make_unique<MlaWorkspace>(s.max_ctas, shape.head_dim_ckv, dtype_size(shape.dtype));

@@ -55,9 +55,7 @@ std::vector<TileConfig> tiles_for(const KernelSpec& spec, int smem_per_sm, int s
   std::vector<TileConfig> tiles{select_tile_config(spec, smem_per_sm, smem_per_block)};
   if (!all_tiers) return tiles;
   for (const TileConfig& tile : tile_candidates()) {
-    const int bytes = mla_shared_storage_bytes(spec, tile);
-    // The same test as select_tile_config: the driver keeps 1 KiB per SM for each block.
-    const bool fits = bytes <= smem_per_sm - 1024 && bytes <= smem_per_block;
+    const bool fits = tile_fits(spec, tile, smem_per_sm, smem_per_block);
     if (fits && std::find(tiles.begin(), tiles.end(), tile) == tiles.end()) tiles.push_back(tile);
   }
   return tiles;

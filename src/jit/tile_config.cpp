@@ -121,13 +121,21 @@ int mla_shared_storage_bytes(const KernelSpec& spec, const TileConfig& tile) {
   return static_cast<int>(bytes);
 }
 
+// The driver reserves 1 KiB of each SM's shared memory per resident block.
+constexpr int kDriverReservedPerBlock = 1024;
+
+bool tile_fits(const KernelSpec& spec, const TileConfig& tile, int smem_per_sm,
+               int smem_per_block_optin) {
+  const int bytes = mla_shared_storage_bytes(spec, tile);
+  return bytes <= smem_per_block_optin && bytes <= smem_per_sm - kDriverReservedPerBlock;
+}
+
 TileConfig select_tile_config(const KernelSpec& spec, int smem_per_sm, int smem_per_block_optin) {
-  // The driver reserves 1 KiB of each SM's shared memory per resident block.
-  const int per_sm_usable = smem_per_sm - 1024;
+  const int per_sm_usable = smem_per_sm - kDriverReservedPerBlock;
   std::vector<std::string> tried;
   for (const TileConfig& tile : tile_candidates()) {
+    if (tile_fits(spec, tile, smem_per_sm, smem_per_block_optin)) return tile;
     const int bytes = mla_shared_storage_bytes(spec, tile);
-    if (bytes <= smem_per_block_optin && bytes <= per_sm_usable) return tile;
     tried.push_back(fmt::format("tier {} (stages={} kv_tile={}) needs {} B", tier_of(tile),
                                 tile.num_stages, tile.kv_tile, bytes));
   }

@@ -26,6 +26,10 @@ const DeviceProfile& device_profile(const std::string& arch);
 std::vector<TileConfig> tile_candidates();
 // Bytes of dynamic shared memory the MLA kernel needs for `spec` with `tile`.
 int mla_shared_storage_bytes(const KernelSpec& spec, const TileConfig& tile);
+// Whether `tile` fits a device with these limits: per block (opt-in) and per SM, less the
+// 1 KiB the driver keeps for each resident block.
+bool tile_fits(const KernelSpec& spec, const TileConfig& tile, int smem_per_sm,
+               int smem_per_block_optin);
 // The first candidate that fits both limits; throws Error(kUnsupported) when none does.
 TileConfig select_tile_config(const KernelSpec& spec, int smem_per_sm, int smem_per_block_optin);
 // 1, 2, 3 -> the tier's config; throws Error(kInvalidArgument) otherwise.
