@@ -8,6 +8,9 @@
 
 namespace mlajit::testing {
 
+// What the GPU test binary returns when it skips everything; CTest's SKIP_RETURN_CODE.
+constexpr int kSkipExitCode = 77;
+
 // Empty when a GPU is usable; otherwise the reason the GPU tests skip.
 inline std::string gpu_skip_reason() {
   if (!driver::driver_available()) {
