@@ -215,7 +215,23 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   }
   params.phase = 0;
   config.cooperative = true;
-  s.kernel->function.launch(config, kernel_args);
+  try {
+    s.kernel->function.launch(config, kernel_args);
+  } catch (const Error& e) {
+    // The grid fits by occupancy x SMs but the device will not hold it (MPS, green contexts,
+    // SMs taken by other work): nothing was launched, so take the two-launch path from now on.
+    if (e.code() != ErrorCode::kUnsupported) throw;
+    logger("mlajit.attention")
+        ->warn("cooperative launch refused on device {} ({}); using the two-launch path "
+               "(attention, then merge) from now on",
+               s.device, e.what());
+    s.two_launch = true;
+    config.cooperative = false;
+    params.phase = 1;
+    s.kernel->function.launch(config, kernel_args);
+    params.phase = 2;
+    s.kernel->function.launch(config, kernel_args);
+  }
 }
 
 MlaPlanInfo BatchMlaAttention::plan_info() const {
