@@ -243,19 +243,6 @@ void check_costs(const Plan& plan) {
   REQUIRE(*most - *least <= largest_item);
 }
 
-std::vector<unsigned char> serialized(const Plan& plan) {
-  std::vector<unsigned char> bytes(plan.layout.plan_bytes, 0xAB);
-  plan.serialize(bytes.data());
-  return bytes;
-}
-
-template <typename T>
-std::vector<T> read_back(const std::vector<unsigned char>& bytes, size_t offset, size_t count) {
-  std::vector<T> values(count);
-  if (count) std::memcpy(values.data(), bytes.data() + offset, count * sizeof(T));
-  return values;
-}
-
 bool same_items(const std::vector<MlaWorkItem>& a, const std::vector<MlaWorkItem>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
@@ -266,23 +253,6 @@ bool same_records(const std::vector<MlaMergeRecord>& a, const std::vector<MlaMer
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
 }
 
-void check_layout_round_trip(const Plan& plan) {
-  const WorkspaceLayout& l = plan.layout;
-  for (size_t offset : {l.work_indptr, l.work_items, l.merge_indptr, l.merge_records})
-    REQUIRE(offset % 256 == 0);
-  REQUIRE(l.work_indptr + plan.work_indptr.size() * 4 <= l.work_items);
-  REQUIRE(l.work_items + plan.work_items.size() * sizeof(MlaWorkItem) <= l.merge_indptr);
-  REQUIRE(l.merge_indptr + plan.merge_indptr.size() * 4 <= l.merge_records);
-  REQUIRE(l.merge_records + plan.merge_records.size() * sizeof(MlaMergeRecord) == l.plan_bytes);
-  const std::vector<unsigned char> bytes = serialized(plan);
-  REQUIRE(read_back<int32_t>(bytes, l.work_indptr, plan.work_indptr.size()) == plan.work_indptr);
-  REQUIRE(same_items(read_back<MlaWorkItem>(bytes, l.work_items, plan.work_items.size()),
-                     plan.work_items));
-  REQUIRE(read_back<int32_t>(bytes, l.merge_indptr, plan.merge_indptr.size()) == plan.merge_indptr);
-  REQUIRE(same_records(read_back<MlaMergeRecord>(bytes, l.merge_records, plan.merge_records.size()),
-                       plan.merge_records));
-}
-
 void check_plan(const PlanInput& in, const Batch& batch, const Plan& plan, bool cell_check) {
   check_shape(in, batch, plan);
   const Indexed idx = index_plan(batch, plan);
@@ -290,7 +260,6 @@ void check_plan(const PlanInput& in, const Batch& batch, const Plan& plan, bool 
   check_partials(batch, plan, idx);
   if (cell_check) check_coverage_cells(batch, plan);
   check_costs(plan);
-  check_layout_round_trip(plan);
 }
 
 Batch random_batch(std::mt19937& rng, bool small) {
@@ -473,7 +442,6 @@ TEST_CASE("an empty batch gives an empty plan") {
   CHECK(plan.work_indptr == std::vector<int32_t>(9, 0));
   CHECK(plan.merge_indptr == std::vector<int32_t>(9, 0));
   CHECK(plan.cta_cost == std::vector<int64_t>(8, 0));
-  check_layout_round_trip(plan);
 }
 
 TEST_CASE("requests without query tokens get no work") {
@@ -610,8 +578,10 @@ TEST_CASE("the same input always gives the same plan") {
     const PlanInput in = random_input(rng, batch);
     const Plan a = make_plan(in);
     const Plan b = make_plan(in);
-    REQUIRE(a.layout.plan_bytes == b.layout.plan_bytes);
-    REQUIRE(serialized(a) == serialized(b));
+    REQUIRE(a.work_indptr == b.work_indptr);
+    REQUIRE(same_items(a.work_items, b.work_items));
+    REQUIRE(a.merge_indptr == b.merge_indptr);
+    REQUIRE(same_records(a.merge_records, b.merge_records));
     REQUIRE(a.cta_cost == b.cta_cost);
     REQUIRE(a.partial_rows == b.partial_rows);
   }

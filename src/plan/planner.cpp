@@ -18,7 +18,6 @@ namespace {
 constexpr int kMaxHeads = 128;
 constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-constexpr size_t kLayoutAlign = 256;
 // Query tiles one plan may hold. 2^24 tiles of 64 rows are 2^30 packed rows: q and out alone
 // would take over 1 TiB at the smallest head dim, so no batch a device can hold comes near it,
 // and a batch claiming more is refused before the planner allocates per-tile memory for it.
@@ -46,7 +45,6 @@ template <typename... Args>
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-size_t align_up(size_t a) { return (a + kLayoutAlign - 1) / kLayoutAlign * kLayoutAlign; }
 
 // ---- validation -------------------------------------------------------------------------
 
@@ -449,22 +447,6 @@ void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunk
   for (int p : order) plan.merge_records.push_back(pieces[p]);
 }
 
-WorkspaceLayout compute_layout(const Plan& plan) {
-  WorkspaceLayout layout;
-  size_t offset = 0;
-  auto place = [&offset](size_t bytes) {
-    const size_t at = align_up(offset);
-    offset = at + bytes;
-    return at;
-  };
-  layout.work_indptr = place(plan.work_indptr.size() * sizeof(int32_t));
-  layout.work_items = place(plan.work_items.size() * sizeof(MlaWorkItem));
-  layout.merge_indptr = place(plan.merge_indptr.size() * sizeof(int32_t));
-  layout.merge_records = place(plan.merge_records.size() * sizeof(MlaMergeRecord));
-  layout.plan_bytes = offset;
-  return layout;
-}
-
 void log_plan(const PlanInput& in, const Plan& plan) {
   static const auto log = logger("mlajit.plan");
   if (!log->should_log(spdlog::level::debug)) return;
@@ -508,22 +490,8 @@ Plan make_plan(const PlanInput& input) {
       allocate_partial_rows(chosen.chunking, plan.tile_rows, plan.partial_rows);
   fill_work(input, tiles, chosen, partial_base, g, plan);
   fill_merge(input, tiles, chosen.chunking, partial_base, g, plan);
-  plan.layout = compute_layout(plan);
   log_plan(input, plan);
   return plan;
-}
-
-void Plan::serialize(void* dst) const {
-  auto* bytes = static_cast<unsigned char*>(dst);
-  std::memset(bytes, 0, layout.plan_bytes);  // padding too, so equal plans give equal bytes
-  auto copy = [bytes](size_t offset, const auto& values) {
-    if (!values.empty())
-      std::memcpy(bytes + offset, values.data(), values.size() * sizeof(values[0]));
-  };
-  copy(layout.work_indptr, work_indptr);
-  copy(layout.work_items, work_items);
-  copy(layout.merge_indptr, merge_indptr);
-  copy(layout.merge_records, merge_records);
 }
 
 }  // namespace mlajit::plan

@@ -32,13 +32,6 @@ struct PlanInput {
   int cluster_size = 0;    // 0: choose (2 when the mean packed query length > cta_tile_q), 1 or 2: pinned
 };
 
-// Where each array sits in the one buffer copied to the device workspace (byte offsets,
-// 256-aligned), and its total size.
-struct WorkspaceLayout {
-  size_t work_indptr = 0, work_items = 0, merge_indptr = 0, merge_records = 0;
-  size_t plan_bytes = 0;  // bytes to copy
-};
-
 struct Plan {
   int cluster_size = 1;   // CTAs sharing one query tile (grid x)
   int grid_y = 0;         // CTA pairs (grid y); grid = cluster_size * grid_y CTAs
@@ -50,10 +43,6 @@ struct Plan {
   int64_t partial_rows = 0;                 // rows of partial_o / partial_lse needed
   std::vector<int64_t> cta_cost;            // modelled cost per CTA pair (for tests/bench)
   int64_t kv_chunk = 0;                     // chunk length limit chosen (tokens, kv_tile multiple)
-  WorkspaceLayout layout;
-
-  // Writes the plan arrays into `dst` (at least layout.plan_bytes) at their offsets.
-  void serialize(void* dst) const;
 };
 
 // The planner's cost model, in KV-token units: what one work item costs beyond its tokens,
