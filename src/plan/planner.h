@@ -14,8 +14,9 @@ namespace mlajit::plan {
 using mlajit_kernel::MlaMergeRecord;
 using mlajit_kernel::MlaWorkItem;
 
-// Packed rows per merge record piece: one row per warp of a 256-thread CTA, so one piece is
-// one pass of a CTA, and a split tile's merge spreads over up to tile_rows / 8 CTAs.
+// Packed rows per merge record piece. The kernel gives each row head_dim_ckv / 8 threads (a
+// 256-thread CTA merges 4 rows of 512, or 8 of 256, per pass), and a split tile's merge
+// spreads over up to tile_rows / 8 CTAs.
 inline constexpr int kMergePieceRows = 8;
 
 struct PlanInput {
