@@ -11,6 +11,7 @@
 #include <climits>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include <unistd.h>
@@ -83,6 +84,14 @@ void remove_abandoned_temp_files(const std::string& dir) {
   }
 }
 
+// What a single-flight leader hands its waiters: the entry, or the code and message of the
+// error its build raised.
+struct BuildOutcome {
+  std::optional<CacheEntry> entry;
+  ErrorCode error_code;
+  std::string error_message;
+};
+
 }  // namespace
 
 struct DiskCache::Impl {
@@ -92,7 +101,7 @@ struct DiskCache::Impl {
 
   mutable std::mutex mutex;  // guards memory, in_flight, stats
   std::unordered_map<std::string, CacheEntry> memory;  // by hex
-  std::unordered_map<std::string, std::shared_future<CacheEntry>> in_flight;
+  std::unordered_map<std::string, std::shared_future<BuildOutcome>> in_flight;
   CacheStats stats;
   std::atomic<bool> write_warned{false};
 
@@ -293,9 +302,11 @@ CacheEntry DiskCache::get_or_build(const CacheKey& key, const std::function<Cach
   if (auto entry = impl_->memory_lookup(key)) return *entry;
 
   // Single flight: the first thread to miss becomes the leader; later threads wait on its
-  // shared future and receive its entry or its exception.
-  std::promise<CacheEntry> promise;
-  std::shared_future<CacheEntry> waiting;
+  // shared future and receive its entry or a copy of its error. The error travels as a value,
+  // not as a shared exception object: an exception_ptr rethrown on several threads is freed
+  // by whichever drops it last, through a refcount the sanitizers cannot see.
+  std::promise<BuildOutcome> promise;
+  std::shared_future<BuildOutcome> waiting;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     auto mem = impl_->memory.find(key.hex);  // stored between our lookup and this lock?
@@ -311,11 +322,20 @@ CacheEntry DiskCache::get_or_build(const CacheKey& key, const std::function<Cach
     }
   }
   if (waiting.valid()) {
-    CacheEntry entry = waiting.get();  // throws what the leader's build threw
+    const BuildOutcome& outcome = waiting.get();
+    if (!outcome.entry) throw Error(outcome.error_code, outcome.error_message);
     impl_->count(&CacheStats::memory_hits);
-    return entry;
+    return *outcome.entry;
   }
 
+  // Forget a failed flight so the next call retries instead of replaying the error.
+  const auto fail = [&](ErrorCode code, const std::string& message) {
+    {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      impl_->in_flight.erase(key.hex);
+    }
+    promise.set_value(BuildOutcome{std::nullopt, code, message});
+  };
   try {
     CacheEntry entry = impl_->load_or_build(key, build);
     {
@@ -323,16 +343,17 @@ CacheEntry DiskCache::get_or_build(const CacheKey& key, const std::function<Cach
       impl_->memory[key.hex] = entry;
       impl_->in_flight.erase(key.hex);
     }
-    promise.set_value(entry);
+    promise.set_value(BuildOutcome{entry, ErrorCode::kInternal, {}});
     impl_->log_stats();
     return entry;
+  } catch (const Error& e) {
+    fail(e.code(), e.what());
+    throw;
+  } catch (const std::exception& e) {
+    fail(ErrorCode::kInternal, fmt::format("building cache entry {} failed: {}", key.hex, e.what()));
+    throw;
   } catch (...) {
-    {
-      // Forget the failed flight so the next call retries instead of replaying the error.
-      std::lock_guard<std::mutex> lock(impl_->mutex);
-      impl_->in_flight.erase(key.hex);
-    }
-    promise.set_exception(std::current_exception());
+    fail(ErrorCode::kInternal, fmt::format("building cache entry {} threw a non-standard exception", key.hex));
     throw;
   }
 }
