@@ -44,79 +44,44 @@ __device__ __forceinline__ void write_final_lse(const MlaParams& params, int32_t
       params.lse_base_e ? lse_base2 * kLn2 : lse_base2;
 }
 
-// Chunks whose partial rows are loaded before any is used. The loads are volatile (they must
-// stay after the grid barrier), so the compiler cannot batch them itself: without this a
-// merge of n chunks waits n L2 round trips per row, with it ceil(n / 8).
-inline constexpr int kMergeLoadBatch = 8;
-
-// The running state of one merged row: max lse so far, the sum of weights relative to it, and
-// this thread's 8 output elements scaled the same way.
-struct MergeState {
-  float lse_max;
-  float weight_sum;
-  float acc[8];
-};
-
-// Folds one batch of chunks into the state; absent chunks carry lse = -inf and weigh nothing.
-template <typename DType>
-__device__ __forceinline__ void merge_batch(MergeState& s, const float (&lse)[kMergeLoadBatch],
-                                            const Chunk16 (&v)[kMergeLoadBatch]) {
-  float batch_max = lse[0];
-#pragma unroll
-  for (int k = 1; k < kMergeLoadBatch; ++k) batch_max = fmaxf(batch_max, lse[k]);
-  const float new_max = fmaxf(s.lse_max, batch_max);
-  if (new_max == neg_inf()) return;  // every chunk so far is empty (fully masked)
-  const float rescale = fast_exp2(s.lse_max - new_max);
-  s.lse_max = new_max;
-  s.weight_sum *= rescale;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) s.acc[e] *= rescale;
-#pragma unroll
-  for (int k = 0; k < kMergeLoadBatch; ++k) {
-    const float w = fast_exp2(lse[k] - new_max);
-    s.weight_sum += w;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      float lo, hi;
-      unpack2<DType>(v[k].w[j], lo, hi);
-      s.acc[2 * j] += w * lo;
-      s.acc[2 * j + 1] += w * hi;
-    }
-  }
-}
-
 // One merged row: each of THREADS_PER_ROW threads owns 8 consecutive output elements.
 template <typename DType, int HEAD_DIM>
 __device__ __forceinline__ void merge_row(const MlaParams& params, const MlaMergeRecord& record,
                                           int32_t i, int32_t part) {
   const DType* partial_o = static_cast<const DType*>(params.partial_o);
-  MergeState s{neg_inf(), 0.f, {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}};
-  for (int32_t c0 = 0; c0 < record.num_chunks; c0 += kMergeLoadBatch) {
-    float lse[kMergeLoadBatch];
-    Chunk16 v[kMergeLoadBatch];
+  float lse_max = neg_inf();
+  for (int32_t c = 0; c < record.num_chunks; ++c) {
+    const int64_t prow = record.partial_row_base + static_cast<int64_t>(c) * record.partial_stride + i;
+    lse_max = fmaxf(lse_max, load_global_cg(params.partial_lse + prow));
+  }
+  float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  float weight_sum = 0.f;
+  if (lse_max != neg_inf()) {
+    for (int32_t c = 0; c < record.num_chunks; ++c) {
+      const int64_t prow =
+          record.partial_row_base + static_cast<int64_t>(c) * record.partial_stride + i;
+      const float w = fast_exp2(load_global_cg(params.partial_lse + prow) - lse_max);
+      const Chunk16 v = load_global_cg(partial_o + prow * HEAD_DIM + part * 8);
+      weight_sum += w;
 #pragma unroll
-    for (int k = 0; k < kMergeLoadBatch; ++k) {
-      lse[k] = neg_inf();
-      v[k] = Chunk16{{0u, 0u, 0u, 0u}};
-      if (c0 + k < record.num_chunks) {
-        const int64_t prow = record.partial_row_base +
-                             static_cast<int64_t>(c0 + k) * record.partial_stride + i;
-        lse[k] = load_global_cg(params.partial_lse + prow);
-        v[k] = load_global_cg(partial_o + prow * HEAD_DIM + part * 8);
+      for (int k = 0; k < 4; ++k) {
+        float lo, hi;
+        unpack2<DType>(v.w[k], lo, hi);
+        acc[2 * k] += w * lo;
+        acc[2 * k + 1] += w * hi;
       }
     }
-    merge_batch<DType>(s, lse, v);
   }
-  const float inv = s.weight_sum > 0.f ? 1.f / s.weight_sum : 0.f;
+  const float inv = weight_sum > 0.f ? 1.f / weight_sum : 0.f;
   Chunk16 out;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) out.w[k] = Dtype16<DType>::pack(s.acc[2 * k] * inv, s.acc[2 * k + 1] * inv);
+  for (int k = 0; k < 4; ++k) out.w[k] = Dtype16<DType>::pack(acc[2 * k] * inv, acc[2 * k + 1] * inv);
   const int32_t row = record.packed_q_start + i;
   DType* dst = static_cast<DType*>(params.out) + final_row_offset(params, record.q_token_base, row);
   *reinterpret_cast<Chunk16*>(dst + part * 8) = out;
   if (part == 0) {
     write_final_lse(params, record.q_token_base, row,
-                    s.lse_max == neg_inf() ? neg_inf() : s.lse_max + fast_log2(s.weight_sum));
+                    lse_max == neg_inf() ? neg_inf() : lse_max + fast_log2(weight_sum));
   }
 }
 
