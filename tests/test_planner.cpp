@@ -339,6 +339,20 @@ TEST_CASE("decode with 16 heads uses one CTA per tile, with 128 heads two") {
   for (const MlaWorkItem& item : two.work_items) CHECK(item.packed_q_start == 0);  // one tile
 }
 
+// The chunk lengths the H200 measured fastest for one 128-head decode request (A/B of plans in
+// one sitting, PERF.md): a change of the cost model that moves these wants a new measurement.
+TEST_CASE("one long 128-head request is cut into the chunk lengths measured fastest") {
+  const auto chunk_for = [](int32_t kv_len) {
+    Batch one;
+    one.num_heads = 128;
+    one.add(1, kv_len);
+    return make_plan(input_for(one, 132)).kv_chunk;
+  };
+  CHECK(chunk_for(1024) == 64);
+  CHECK(chunk_for(4096) == 128);
+  CHECK(chunk_for(16384) == 256);
+}
+
 TEST_CASE("a pinned cluster size is kept whatever the batch") {
   Batch wide;
   wide.num_heads = 128;
