@@ -73,8 +73,10 @@ class DiskCache {
 
   // Memory, then each disk layer, then `build` (called at most once per key per process
   // at a time, and at most once across processes sharing the user dir, unless the lock
-  // wait times out). Throws Error(kCacheMiss) on a miss when no_jit is set; rethrows what
-  // `build` throws. A user dir that cannot be written degrades to memory with a warning.
+  // wait times out). Throws Error(kCacheMiss) on a miss when no_jit is set. The thread that
+  // ran `build` rethrows what it threw; threads that waited on it get an Error of the same
+  // code and message (kInternal for a non-Error exception). A user dir that cannot be
+  // written degrades to memory with a warning.
   CacheEntry get_or_build(const CacheKey& key, const std::function<CacheEntry()>& build);
 
   // Disk/memory lookup only, no build.
