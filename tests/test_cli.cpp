@@ -432,6 +432,11 @@ TEST_CASE("bad options exit 2 with a one-line reason") {
       {"prune --max-size banana", "banana"},
       {"prune", "--max-size"},                          // required
       {"prune --max-size 1G --older-than soon", "soon"},
+      {"prune --max-size .", "'.'"},                    // no digit: once an abort in stod
+      {"prune --max-size 1G --older-than .d", "'.d'"},
+      {"prune --max-size " + std::string(400, '9'), "too large"},  // once out_of_range in stod
+      {"prune --max-size 1G --older-than 999999d", "100 years"},  // would overflow the cutoff
+      {"precompile --profile . --dry-run", "'.'"},
       {"bench --shape 128,64", "128,64"},
       {"bench --tier 4", "tier"},
   };

@@ -715,6 +715,21 @@ TEST_CASE("prune removes the least recently used entries until the budget holds"
     REQUIRE(removed.size() == 3);
     for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path, keys[i].hex)) == (i >= 3));
   }
+  SECTION("by an age reaching back past the epoch: nothing (once a ns overflow removed all)") {
+    REQUIRE(cache.prune(UINT64_MAX, std::chrono::seconds(int64_t{200000} * 86400)).empty());
+    REQUIRE(cache.prune(UINT64_MAX, std::chrono::seconds::max()).empty());
+    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path, keys[i].hex)));
+  }
+  SECTION("a negative age is refused, naming it") {
+    try {
+      cache.prune(UINT64_MAX, std::chrono::seconds(-5));
+      FAIL("a negative age was accepted");
+    } catch (const Error& e) {
+      REQUIRE(e.code() == ErrorCode::kInvalidArgument);
+      REQUIRE_THAT(e.what(), Catch::Matchers::Contains("-5 s"));
+    }
+    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path, keys[i].hex)));
+  }
   SECTION("a disk hit makes an entry the most recently used") {
     DiskCache(user_only(tmp.path)).get_or_build(keys[0], counting_build(calls, keys[0]));
     REQUIRE(mtime_of(entry_path(tmp.path, keys[0].hex)) >= now - 5);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 
@@ -35,8 +36,14 @@ bool split_number(const std::string& text, double* number, std::string* unit) {
          (std::isdigit(static_cast<unsigned char>(trimmed[digits])) || trimmed[digits] == '.')) {
     ++digits;
   }
-  if (digits == 0 || std::count(trimmed.begin(), trimmed.begin() + digits, '.') > 1) return false;
-  *number = std::stod(trimmed.substr(0, digits));
+  const auto number_end = trimmed.begin() + static_cast<std::ptrdiff_t>(digits);
+  if (std::count(trimmed.begin(), number_end, '.') > 1) return false;
+  if (std::none_of(trimmed.begin(), number_end, [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;  // "" or "."
+  }
+  // strtod, not stod: a number too large for a double becomes HUGE_VAL (then "too large")
+  // where stod would throw out_of_range.
+  *number = std::strtod(trimmed.substr(0, digits).c_str(), nullptr);
   *unit = lower(trim(trimmed.substr(digits)));
   return true;
 }
@@ -84,7 +91,14 @@ std::chrono::seconds parse_duration(const std::string& text) {
         "'{}' is not a duration: expected a number with a unit s, m, h, d or w (e.g. 7d, 12h)",
         text));
   }
-  return std::chrono::seconds(static_cast<int64_t>(std::llround(number * it->second)));
+  // A century is the most a cache age can sensibly be; beyond it the seconds would overflow the
+  // nanosecond clock arithmetic of the prune.
+  constexpr double kMaxSeconds = 100.0 * 366 * 86400;
+  const double seconds = number * it->second;
+  if (seconds > kMaxSeconds) {
+    throw UsageError(fmt::format("duration '{}' is too long: at most 100 years (36600d)", text));
+  }
+  return std::chrono::seconds(static_cast<int64_t>(std::llround(seconds)));
 }
 
 std::vector<std::string> split_list(const std::string& text, char separator) {

@@ -79,6 +79,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: usage error: %s (see %s --help)\n", name.c_str(),
                  one_line(e.what()).c_str(), name.c_str());
     return kExitUsage;
+  } catch (const std::exception& e) {
+    // A validator that threw something other than a CLI11 error: still a usage problem of
+    // this command line, never an abort.
+    const std::string name = command_name(app);
+    std::fprintf(stderr, "%s: usage error: %s (see %s --help)\n", name.c_str(),
+                 one_line(e.what()).c_str(), name.c_str());
+    return kExitUsage;
   }
   for (const Command& command : commands) {
     if (command.app->parsed()) return run_command("mlajit " + command.app->get_name(), command);

@@ -84,6 +84,24 @@ void remove_abandoned_temp_files(const std::string& dir) {
   }
 }
 
+// Entries last used before this (ns since the epoch) are old enough to prune; INT64_MIN when
+// no age applies or the age reaches back before the epoch. Computed in seconds: an age of a
+// few hundred years would overflow a nanosecond duration.
+int64_t age_cutoff_ns(std::optional<std::chrono::seconds> older_than) {
+  if (!older_than) return INT64_MIN;
+  if (older_than->count() < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("prune: older_than is {} s; expected an age of 0 s or more",
+                            older_than->count()));
+  }
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  constexpr int64_t kNsPerSecond = 1000000000;
+  if (older_than->count() >= now_ns / kNsPerSecond) return INT64_MIN;
+  return now_ns - older_than->count() * kNsPerSecond;
+}
+
 // What a single-flight leader hands its waiters: the entry, or the code and message of the
 // error its build raised.
 struct BuildOutcome {
@@ -399,16 +417,17 @@ std::vector<CacheListing> DiskCache::Impl::prune(uint64_t max_bytes,
             [](const EntryFile& a, const EntryFile& b) { return a.mtime_ns < b.mtime_ns; });
   uint64_t total = 0;
   for (const auto& f : files) total += f.bytes;
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  const int64_t cutoff_ns =
-      older_than ? now_ns - std::chrono::duration_cast<std::chrono::nanoseconds>(*older_than).count()
-                 : INT64_MIN;
+  const int64_t cutoff_ns = age_cutoff_ns(older_than);
   for (const auto& f : files) {  // oldest first
     if (total <= max_bytes && f.mtime_ns >= cutoff_ns) continue;
     CacheListing l = listing_for(f, "user", dir);
     if (::unlink(f.path.c_str()) != 0) {
+      // Another process pruning the same directory got there first: the bytes are gone all
+      // the same, and counting them keeps this prune from evicting newer entries for nothing.
+      if (errno == ENOENT) {
+        total -= f.bytes;
+        continue;
+      }
       log->warn("prune: cannot remove {}: {}", f.path, errno_text(errno));
       continue;
     }
