@@ -1034,3 +1034,21 @@ TEST_CASE("a FIFO at an entry path is moved aside instead of hanging the reader"
   REQUIRE(wait_exit_code(child) == 0);
   REQUIRE(fs::is_regular_file(fs::symlink_status(path)));
 }
+
+TEST_CASE("entries and lock files get the umask's mode, so other accounts can read a shipped cache") {
+  // Read the umask the only portable way (set and restore); no other thread runs here.
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  const mode_t expected = 0666 & ~mask;
+  TempDir tmp;
+  DiskCache cache(user_only(tmp.path));
+  const CacheKey key = CacheKey::from_text("file modes");
+  std::atomic<int> calls{0};
+  cache.get_or_build(key, counting_build(calls, key));
+  struct stat entry {}, lock {};
+  REQUIRE(::stat(entry_path(tmp.path, key.hex).c_str(), &entry) == 0);
+  CHECK((entry.st_mode & 0777) == expected);  // mkostemp alone leaves 0600
+  REQUIRE(::stat(lock_path(tmp.path, key.hex).c_str(), &lock) == 0);
+  CHECK((lock.st_mode & 0777) == expected);
+  CHECK(new_file_mode() == expected);
+}

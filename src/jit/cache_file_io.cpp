@@ -2,7 +2,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -67,7 +70,7 @@ ReadStatus read_file_bounded(const std::string& path, uint64_t max_bytes,
   if (f.fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return ReadStatus::kMissing;
     *problem = fmt::format("cannot open: {}", errno_text(errno));
-    return ReadStatus::kError;
+    return errno == EACCES || errno == EPERM ? ReadStatus::kUnreadable : ReadStatus::kError;
   }
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) {
@@ -99,6 +102,24 @@ ReadStatus read_file_bounded(const std::string& path, uint64_t max_bytes,
   return ReadStatus::kOk;
 }
 
+mode_t new_file_mode() {
+  // The umask can only be read by setting it, which races with other threads creating files;
+  // Linux reports it in /proc/self/status instead. Read once: a process rarely changes it.
+  static const mode_t mode = [] {
+    mode_t mask = 022;
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Umask:", 0) == 0) {
+        mask = static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8)) & 0777;
+        break;
+      }
+    }
+    return static_cast<mode_t>(0666 & ~mask);
+  }();
+  return mode;
+}
+
 void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes,
                            const std::function<void()>& before_rename) {
   const std::string dir = parent_dir(path);
@@ -108,6 +129,10 @@ void write_file_atomically(const std::string& path, const std::vector<uint8_t>& 
   FdGuard f{::mkostemp(temp.data(), O_CLOEXEC)};
   if (f.fd < 0) throw_io("create temp file", temp, errno);
   try {
+    // mkostemp makes the file 0600; an entry gets the mode any new file of this process would
+    // (0644 under the usual umask), so a cache precompiled by one account can be shipped to
+    // and read by another.
+    if (::fchmod(f.fd, new_file_mode()) != 0) throw_io("chmod", temp, errno);
     write_all(f.fd, bytes, temp);
     // fsync before rename: otherwise a crash can leave the final name pointing at an empty or
     // partial file, and on distributed file systems close() alone does not make the data

@@ -1,6 +1,8 @@
 #pragma once
 // The file operations the disk cache is built from: bounded reads, durable atomic writes,
 // directory creation, last-use stamps. Nothing here knows the entry format.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -8,7 +10,9 @@
 
 namespace mlajit::jit {
 
-enum class ReadStatus { kOk, kMissing, kError };
+// kUnreadable: the file exists but this process may not open it (another user's entry in a
+// shared directory): not the entry's fault, so not a reason to quarantine it.
+enum class ReadStatus { kOk, kMissing, kUnreadable, kError };
 
 // Reads a whole file, refusing (kError, with `problem`) files larger than `max_bytes` before
 // allocating anything. kMissing when the file does not exist.
@@ -19,6 +23,9 @@ ReadStatus read_file_bounded(const std::string& path, uint64_t max_bytes,
 // unique temp file in the same directory, write, fsync, rename over `path`, fsync the
 // directory. On any failure the temp file is removed and Error(kIoError) is thrown naming the
 // step and errno. `before_rename` (tests only) runs after the data is durable, before rename.
+// The mode a file this process creates gets: 0666 less the umask (0644 under the usual 022).
+mode_t new_file_mode();
+
 void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes,
                            const std::function<void()>& before_rename = {});
 

@@ -17,7 +17,11 @@ CacheFileLock CacheFileLock::acquire(const std::string& path, std::chrono::milli
   using clock = std::chrono::steady_clock;
   CacheFileLock lock;
   // O_CLOEXEC: a child spawned while we hold the lock must not inherit (and so keep) it.
-  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Read-write where we may (NFS emulates flock with byte-range locks, and an exclusive one
+  // needs a writable descriptor); read-only on a lock file another account created, which
+  // a local flock accepts.
+  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (lock.fd_ < 0 && errno == EACCES) lock.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (lock.fd_ < 0) {
     lock.problem_ = fmt::format("cannot open lock file {}: {}", path, errno_text(errno));
     return lock;

@@ -173,6 +173,12 @@ std::optional<CacheEntry> DiskCache::Impl::read_layer(const std::string& dir, co
   std::string problem;
   const ReadStatus status = read_file_bounded(path, kMaxEntryFileBytes, &bytes, &problem);
   if (status == ReadStatus::kMissing) return std::nullopt;
+  if (status == ReadStatus::kUnreadable) {
+    log->warn("skipping cache entry {} this process may not read ({}): another account's entry, "
+              "or permissions set by hand; it is left in place",
+              path, problem);
+    return std::nullopt;
+  }
   std::optional<CacheEntry> entry;
   if (status == ReadStatus::kOk) entry = decode_cache_entry(bytes, key.text, &problem);
   if (entry) return entry;
