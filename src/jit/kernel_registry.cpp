@@ -32,6 +32,17 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
   return joined;
 }
 
+// The key of the program as generated: compile() keys and builds one generated program, so
+// a kernel file edited under MLAJIT_KERNEL_DIR between two reads cannot file a cubin of the
+// old source under the key of the new one.
+CacheKey key_for_program(const KernelSpec& spec, const GeneratedProgram& program) {
+  const auto options = NvrtcCompiler::instance().options_for(program.request);
+  return CacheKey::from_text(fmt::format(
+      "spec={}\nsource={}\nname={}\noptions={}\nnvrtc={}\nabi={}\n", spec.text(),
+      program.source_hash, program.request.name_expression, join(options, " "),
+      compiler_version_for_key(), kLibraryAbiVersion));
+}
+
 }  // namespace
 
 std::string KernelMetadata::serialize() const {
@@ -79,12 +90,7 @@ KernelRegistry::KernelRegistry(CacheOptions options)
     : cache_(std::make_unique<DiskCache>(std::move(options))) {}
 
 CacheKey KernelRegistry::key_for(const KernelSpec& spec) const {
-  const GeneratedProgram program = generate_program(spec);
-  const auto options = NvrtcCompiler::instance().options_for(program.request);
-  return CacheKey::from_text(fmt::format(
-      "spec={}\nsource={}\nname={}\noptions={}\nnvrtc={}\nabi={}\n", spec.text(),
-      program.source_hash, program.request.name_expression, join(options, " "),
-      compiler_version_for_key(), kLibraryAbiVersion));
+  return key_for_program(spec, generate_program(spec));
 }
 
 CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
@@ -97,7 +103,7 @@ CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
   }
   GeneratedProgram program = generate_program(spec);
   CompiledKernel compiled;
-  compiled.key = key_for(spec);
+  compiled.key = key_for_program(spec, program);
   compiled.from_cache = true;
   auto log = logger("mlajit.jit");
   CacheEntry entry = cache_->get_or_build(compiled.key, [&] {
@@ -116,6 +122,18 @@ CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
     return CacheEntry{compiled.key.text, result.image, metadata.serialize()};
   });
   compiled.metadata = KernelMetadata::parse(entry.metadata);
+  if (compiled.metadata.threads_per_block != program.threads_per_block ||
+      compiled.metadata.dynamic_smem_bytes != program.dynamic_smem_bytes) {
+    // The launch shape comes from this library's codegen, never from a file: an entry that
+    // disagrees (edited by hand, or written by a broken build) must not size a launch.
+    log->warn("cache entry {} for {} says {} threads and {} B of shared memory, codegen says {} "
+              "and {}: using codegen's",
+              compiled.key.hex, spec_text, compiled.metadata.threads_per_block,
+              compiled.metadata.dynamic_smem_bytes, program.threads_per_block,
+              program.dynamic_smem_bytes);
+    compiled.metadata.threads_per_block = program.threads_per_block;
+    compiled.metadata.dynamic_smem_bytes = program.dynamic_smem_bytes;
+  }
   compiled.image = std::move(entry.payload);
   std::lock_guard<std::mutex> lock(mutex_);
   CompiledKernel remembered = compiled;

@@ -1,0 +1,90 @@
+// The kernel registry over a real NVRTC: what it takes from a cache entry and what it
+// recomputes, and that a spec is keyed by the very program it builds.
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "jit/cache_layout.h"
+#include "jit/disk_cache.h"
+#include "jit/kernel_registry.h"
+#include "jit/nvrtc_compiler.h"
+#include "mlajit/kernel_spec.h"
+
+namespace fs = std::filesystem;
+using namespace mlajit::jit;
+
+namespace {
+
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    char pattern[] = "/tmp/mlajit-registry-test-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    path = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+mlajit::KernelSpec demo_spec() {
+  mlajit::KernelSpec spec;
+  spec.family = "grid_barrier_demo";
+  spec.arch = "sm_90";
+  return spec;
+}
+
+CacheOptions user_only(const std::string& dir) {
+  CacheOptions options;
+  options.user_dir = dir;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("a cache entry's launch shape is checked against codegen, never trusted") {
+  if (!NvrtcCompiler::instance().available()) {
+    WARN("NVRTC is not available, skipping: " << NvrtcCompiler::instance().unavailable_reason());
+    return;
+  }
+  ScratchDir dir;
+  const mlajit::KernelSpec spec = demo_spec();
+  CompiledKernel honest;
+  {
+    KernelRegistry registry(user_only(dir.path));
+    honest = registry.compile(spec);
+    REQUIRE_FALSE(honest.from_cache);
+  }
+  // Rewrite the entry, checksums and all, with metadata that lies about the launch shape.
+  KernelMetadata lie = honest.metadata;
+  lie.threads_per_block += 32;
+  lie.dynamic_smem_bytes += 4096;
+  {
+    DiskCache cache(user_only(dir.path));
+    REQUIRE(fs::remove(entry_path(dir.path, honest.key.hex)));
+    cache.get_or_build(honest.key, [&] {
+      return CacheEntry{honest.key.text, honest.image, lie.serialize()};
+    });
+  }
+  KernelRegistry fresh(user_only(dir.path));
+  const CompiledKernel loaded = fresh.compile(spec);
+  CHECK(loaded.from_cache);
+  CHECK(loaded.image == honest.image);
+  CHECK(loaded.metadata.threads_per_block == honest.metadata.threads_per_block);
+  CHECK(loaded.metadata.dynamic_smem_bytes == honest.metadata.dynamic_smem_bytes);
+}
+
+TEST_CASE("compile keys a spec by the program it builds") {
+  if (!NvrtcCompiler::instance().available()) {
+    WARN("NVRTC is not available, skipping: " << NvrtcCompiler::instance().unavailable_reason());
+    return;
+  }
+  ScratchDir dir;
+  KernelRegistry registry(user_only(dir.path));
+  const mlajit::KernelSpec spec = demo_spec();
+  CHECK(registry.compile(spec).key.text == registry.key_for(spec).text);
+}
