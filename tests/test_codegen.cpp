@@ -209,6 +209,39 @@ TEST_CASE("mixed dtypes and unknown head dims or families are unsupported") {
   }
 }
 
+TEST_CASE("a spec text with tile fields the kernel cannot take is refused naming the field") {
+  const std::string good =
+      "mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;"
+      "q_tile=64;arch=sm_90";
+  CHECK_NOTHROW(generate_program(KernelSpec::parse(good)));
+  const std::vector<std::pair<std::string, std::string>> cases{
+      // Once a signed overflow in the shared-memory formula, or an NVRTC static_assert.
+      {"stages=999999999;kv_tile=999999999", "stages=999999999"},
+      {"stages=2;kv_tile=999999999", "kv_tile=999999999"},
+      {"stages=2;kv_tile=48", "kv_tile=48"},  // not a multiple of 32 with qk_shard
+      {"stages=2;kv_tile=64;qk_shard=1;q_tile=128", "q_tile=128"},
+  };
+  for (const auto& [fields, named] : cases) {
+    std::string text = good;
+    for (const std::string& field : {std::string("stages="), std::string("kv_tile="),
+                                     std::string("qk_shard="), std::string("q_tile=")}) {
+      const auto override_at = fields.find(field);
+      if (override_at == std::string::npos) continue;
+      const std::string value = fields.substr(override_at, fields.find(';', override_at) - override_at);
+      const auto at = text.find(field);
+      text.replace(at, text.find(';', at) - at, value);
+    }
+    INFO(text);
+    try {
+      generate_program(KernelSpec::parse(text));
+      FAIL("accepted");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::kInvalidArgument);
+      CHECK(contains(error.what(), named));
+    }
+  }
+}
+
 TEST_CASE("the demo program ignores dtypes and head dims") {
   KernelSpec spec = demo_spec("sm_90");
   const GeneratedProgram program = generate_program(spec);

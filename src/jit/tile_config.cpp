@@ -60,11 +60,27 @@ std::string known_archs() {
 
 int64_t align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
+// What the kernel's static_asserts accept (and a little room beyond the three tiers for
+// experiments): checked here so that a spec text from anywhere fails with the field named,
+// not with an NVRTC static_assert or an overflowing shared-memory formula.
 void check_tile(const TileConfig& tile) {
-  if (tile.num_stages < 1 || tile.kv_tile < 1 || tile.q_tile < 1) {
+  if (tile.num_stages < 1 || tile.num_stages > 4) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("tile config needs positive sizes: stages={} kv_tile={} q_tile={}",
-                            tile.num_stages, tile.kv_tile, tile.q_tile));
+                fmt::format("tile config stages={}: expected 1 to 4 KV pipeline stages",
+                            tile.num_stages));
+  }
+  const int block = tile.qk_shard ? 32 : 16;
+  if (tile.kv_tile < block || tile.kv_tile > 128 || tile.kv_tile % block != 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("tile config kv_tile={} (qk_shard={}): expected a multiple of {} "
+                            "from {} to 128 tokens",
+                            tile.kv_tile, tile.qk_shard ? 1 : 0, block, block));
+  }
+  if (tile.q_tile != 64) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("tile config q_tile={}: the kernel's query tile is 64 rows (16 per "
+                            "warp of a 4-warp group)",
+                            tile.q_tile));
   }
 }
 
