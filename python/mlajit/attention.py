@@ -15,6 +15,35 @@ def _dtype_name(dtype):
     return _DTYPES[text]
 
 
+def _checked_int(name, value, low, high, kind):
+    """An int within [low, high]: ctypes would wrap one outside silently (2**32 + 7 -> 7)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if not isinstance(value, int):
+        try:
+            as_int = int(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be an integer, got {value!r}") from None
+        if as_int != value:
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        value = as_int
+    if not low <= value <= high:
+        raise ValueError(f"{name} is {value}: expected {kind} ({low} to {high})")
+    return value
+
+
+def _int32(name, value):
+    return _checked_int(name, value, -2**31, 2**31 - 1, "an int32")
+
+
+def _int64(name, value):
+    return _checked_int(name, value, -2**63, 2**63 - 1, "an int64")
+
+
+def _uint64(name, value):
+    return _checked_int(name, value, 0, 2**64 - 1, "a uint64")
+
+
 def _int32_array(name, values, length=None):
     """Host int32 array from a list, a numpy array or a CPU torch tensor."""
     if hasattr(values, "device") and getattr(values.device, "type", "cpu") != "cpu":
@@ -22,7 +51,7 @@ def _int32_array(name, values, length=None):
                          f"on {values.device}")
     if hasattr(values, "tolist"):
         values = values.tolist()
-    values = [int(v) for v in values]
+    values = [_int32(f"{name}[{i}]", v) for i, v in enumerate(values)]
     if length is not None and len(values) != length:
         raise ValueError(f"{name} has {len(values)} entries: expected {length}")
     return (ctypes.c_int32 * max(len(values), 1))(*values), len(values)
@@ -33,8 +62,11 @@ class ShapeSpec:
 
     def __init__(self, num_heads=128, head_dim_ckv=512, head_dim_kpe=64, page_size=64,
                  dtype="bfloat16", causal=False):
-        self.num_heads, self.head_dim_ckv, self.head_dim_kpe = num_heads, head_dim_ckv, head_dim_kpe
-        self.page_size, self.dtype, self.causal = page_size, _dtype_name(dtype), bool(causal)
+        self.num_heads = _int32("num_heads", num_heads)
+        self.head_dim_ckv = _int32("head_dim_ckv", head_dim_ckv)
+        self.head_dim_kpe = _int32("head_dim_kpe", head_dim_kpe)
+        self.page_size = _int32("page_size", page_size)
+        self.dtype, self.causal = _dtype_name(dtype), bool(causal)
 
     def to_c(self):
         shape = _capi.new(_capi.Shape)
@@ -127,9 +159,11 @@ class BatchMlaAttention:
         if str(lse_base) not in ("2", "e"):
             raise ValueError(f"lse_base={lse_base!r}: expected '2' or 'e'")
         options = _capi.new(_capi.Options)
-        options.device = -1 if device is None else device
-        options.force_tier, options.cluster_size = force_tier, cluster_size
-        options.force_two_launch, options.workspace_bytes = int(force_two_launch), workspace_bytes
+        options.device = -1 if device is None else _int32("device", device)
+        options.force_tier = _int32("force_tier", force_tier)
+        options.cluster_size = _int32("cluster_size", cluster_size)
+        options.force_two_launch = int(force_two_launch)
+        options.workspace_bytes = _uint64("workspace_bytes", workspace_bytes)
         options.lse_base = _capi.LSE_NATURAL if str(lse_base) == "e" else _capi.LSE_BASE2
         options.validate_kv_indices = int(validate_kv_indices)
         self._lib = _capi.library()
@@ -177,7 +211,7 @@ class BatchMlaAttention:
         batch.qo_indptr, batch.kv_indptr, batch.kv_len, batch.batch_size = qo_c, kv_c, kv_len_c, batch_size
         if kv_indices is not None:
             batch.kv_indices = _int32_array("kv_indices", kv_indices)[0]
-            batch.num_pages = int(num_pages)
+            batch.num_pages = _int64("num_pages", num_pages)
         _capi.check(self._lib.mlajit_attention_plan(self._handle, ctypes.byref(batch),
                                                     self._stream(stream)))
         self._num_tokens = qo_c[batch_size] if batch_size else 0

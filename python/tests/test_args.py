@@ -108,6 +108,32 @@ class RunArgumentChecks(unittest.TestCase):
             f16_shape(dtype="int8")
 
 
+class HostIntegerChecks(unittest.TestCase):
+    """ctypes wraps ints that do not fit the C field: 2**32 + 100 would plan 100 tokens."""
+
+    def test_plan_arrays_refuse_values_past_int32_naming_the_index(self):
+        from mlajit.attention import _int32_array
+        with self.assertRaisesRegex(ValueError, r"kv_len\[1\] is 4294967396: expected an int32"):
+            _int32_array("kv_len", [5, 2**32 + 100])
+        with self.assertRaisesRegex(ValueError, r"qo_indptr\[0\] is -2147483649"):
+            _int32_array("qo_indptr", [-2**31 - 1, 0])
+        array, n = _int32_array("kv_len", [0, 2**31 - 1, -2**31])
+        self.assertEqual((list(array), n), ([0, 2**31 - 1, -2**31], 3))
+
+    def test_plan_arrays_refuse_non_integers(self):
+        from mlajit.attention import _int32_array
+        with self.assertRaisesRegex(TypeError, r"kv_len\[0\] must be an integer, got 1.5"):
+            _int32_array("kv_len", [1.5])
+        with self.assertRaisesRegex(TypeError, r"kv_len\[0\] must be an integer, got True"):
+            _int32_array("kv_len", [True])
+
+    def test_shape_fields_past_int32_are_refused(self):
+        with self.assertRaisesRegex(ValueError, r"num_heads is 4294967312"):
+            f16_shape(num_heads=2**32 + 16)
+        with self.assertRaisesRegex(TypeError, r"page_size must be an integer"):
+            f16_shape(page_size="64")
+
+
 def fields(args):
     return {name: getattr(args, name) for name, _ in _capi.RunArgs._fields_}
 
