@@ -195,6 +195,12 @@ void check_arch(const std::string& arch, const std::vector<int>& supported) {
   for (int value : supported) {
     if (value == number) return;
   }
+  if (supported.empty()) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("NVRTC does not support arch '{}': it reported no supported archs "
+                            "at all (a broken or stub libnvrtc?)",
+                            arch));
+  }
   throw Error(ErrorCode::kUnsupported,
               fmt::format("NVRTC does not support arch '{}'; it supports sm_{}", arch,
                           fmt::join(supported, ", sm_")));
