@@ -19,13 +19,13 @@ enum class ReadStatus { kOk, kMissing, kUnreadable, kError };
 ReadStatus read_file_bounded(const std::string& path, uint64_t max_bytes,
                              std::vector<uint8_t>* out, std::string* problem);
 
+// The mode a file this process creates gets: 0666 less the umask (0644 under the usual 022).
+mode_t new_file_mode();
+
 // Writes `bytes` to `path` so that a reader sees either no file or the complete file:
 // unique temp file in the same directory, write, fsync, rename over `path`, fsync the
 // directory. On any failure the temp file is removed and Error(kIoError) is thrown naming the
 // step and errno. `before_rename` (tests only) runs after the data is durable, before rename.
-// The mode a file this process creates gets: 0666 less the umask (0644 under the usual 022).
-mode_t new_file_mode();
-
 void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes,
                            const std::function<void()>& before_rename = {});
 
