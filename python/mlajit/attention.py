@@ -51,7 +51,12 @@ def _int32_array(name, values, length=None):
                          f"on {values.device}")
     if hasattr(values, "tolist"):
         values = values.tolist()
-    values = [_int32(f"{name}[{i}]", v) for i, v in enumerate(values)]
+    values = list(values)
+    # Fast path (plan() runs every step): plain ints within int32, checked at C speed; anything
+    # else goes through the per-element check, which names the offending index.
+    if not (all(type(v) is int for v in values) and
+            (not values or (min(values) >= -2**31 and max(values) <= 2**31 - 1))):
+        values = [_int32(f"{name}[{i}]", v) for i, v in enumerate(values)]
     if length is not None and len(values) != length:
         raise ValueError(f"{name} has {len(values)} entries: expected {length}")
     return (ctypes.c_int32 * max(len(values), 1))(*values), len(values)
