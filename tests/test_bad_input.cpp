@@ -170,6 +170,9 @@ void add_pointer_cases(std::vector<BadInput>& cases) {
   args_case("kpe null", "kpe", [](auto& a) { a.kpe = nullptr; });
   args_case("out null", "out", [](auto& a) { a.out = nullptr; });
   args_case("kv_indices null", "kv_indices", [](auto& a) { a.kv_indices = nullptr; });
+  args_case("kv_indices misaligned", "4-byte aligned", [](auto& a) {
+    a.kv_indices = reinterpret_cast<const int32_t*>(reinterpret_cast<uintptr_t>(a.kv_indices) + 2);
+  });
   args_case("q_nope misaligned (+2 bytes)", "q_nope", [](auto& a) { a.q_nope = fake_pointer(0x100002); });
   args_case("q_pe misaligned (+8 bytes)", "q_pe", [](auto& a) { a.q_pe = fake_pointer(0x200008); });
   args_case("ckv misaligned (+1 byte)", "ckv", [](auto& a) { a.ckv = fake_pointer(0x300001); });
@@ -182,6 +185,7 @@ void add_pointer_cases(std::vector<BadInput>& cases) {
   args_case("num_tokens != qo_indptr[batch] (8 vs 7)", "num_tokens", [](auto& a) { a.num_tokens = 8; });
   args_case("num_tokens negative", "num_tokens", [](auto& a) { a.num_tokens = -1; });
   args_case("sm_scale = 0", "sm_scale", [](auto& a) { a.sm_scale = 0; });
+  args_case("sm_scale above 1e6", "(0, 1e6]", [](auto& a) { a.sm_scale = 2e6f; });
   args_case("sm_scale negative", "sm_scale", [](auto& a) { a.sm_scale = -0.07f; });
   args_case("sm_scale NaN", "sm_scale",
             [](auto& a) { a.sm_scale = std::numeric_limits<float>::quiet_NaN(); });
@@ -425,14 +429,21 @@ TEST_CASE("an empty batch needs no arrays, even with validate_kv_indices on", "[
   in.num_ctas = 132;
   const auto plan = mlajit::plan::make_plan(in);
   REQUIRE(plan.work_items.empty());
-  // plan() then runs validate_kv_indices on the same batch: it must not read kv_indptr[0].
-  std::vector<int32_t> indices{0};
-  mlajit::MlaBatch batch;
-  batch.kv_indices = indices.data();
-  batch.num_pages = 1;
-  REQUIRE_NOTHROW(mlajit::validate_kv_indices(batch));
+  // plan() then runs validate_kv_indices on the same batch: it must not read kv_indptr[0],
+  // nor ask for a host kv_indices or a page count no request needs.
+  REQUIRE_NOTHROW(mlajit::validate_kv_indices(mlajit::MlaBatch{}));
 }
 
+TEST_CASE("requests without pages need no host kv_indices, even with validate_kv_indices on",
+          "[bad-input]") {
+  const std::vector<int32_t> qo_indptr{0, 1, 2}, kv_indptr{0, 0, 0}, kv_len{0, 0};
+  mlajit::MlaBatch batch;
+  batch.qo_indptr = qo_indptr.data();
+  batch.kv_indptr = kv_indptr.data();
+  batch.kv_len = kv_len.data();
+  batch.batch_size = 2;
+  REQUIRE_NOTHROW(mlajit::validate_kv_indices(batch));  // kv_indices null, num_pages 0
+}
 TEST_CASE("validate_kv_indices reads only the pages between kv_indptr[0] and kv_indptr[batch]",
           "[bad-input]") {
   // An index array shared with other batches: entries outside this batch's range are not its own.

@@ -7,7 +7,11 @@
 // Usage: construct once per (shape, device); plan() on the host whenever the batch changes;
 // run() on a stream as often as wanted. run() is CUDA-graph capturable; a graph stays valid
 // across re-plans when the grid is pinned (MlaOptions::cluster_size) and the workspace does
-// not have to grow (MlaOptions::workspace_bytes).
+// not have to grow (MlaOptions::workspace_bytes; with both set, a plan that would need more
+// is refused naming the bytes instead of moving the workspace under the graph).
+// Streams: the plan arrays, the partial rows and the grid barrier live in one workspace per
+// object, so the plan() and run() calls of one object must be ordered on one stream (or the
+// caller orders them with events); use one object per concurrent stream.
 // Thread safety: one object must not be used from two threads at once; distinct objects may.
 #include <cstdint>
 #include <memory>
@@ -38,7 +42,9 @@ struct MlaOptions {
                                 // launch sequence fixed across plans: use it with CUDA graphs)
   bool force_two_launch = false;  // use the non-cooperative attention + merge path
   LseBase lse_base = LseBase::kBase2;
-  uint64_t workspace_bytes = 0;   // reserve this much device workspace up front (0: grow on demand)
+  uint64_t workspace_bytes = 0;   // reserve this much device workspace up front (0: grow on
+                                  // demand); nearly all of it holds partial rows (512 x 2 + 4 B
+                                  // each): B=128 decode at L=16384 needs ~48 MiB on an H200
   bool validate_kv_indices = false;  // plan() requires host kv_indices and checks every page id
 };
 
@@ -91,8 +97,10 @@ class MLAJIT_API BatchMlaAttention {
   BatchMlaAttention& operator=(BatchMlaAttention&&) noexcept;
 
   // Validates the batch, builds the work lists and copies them to the device workspace with
-  // one async copy on `stream` (a CUstream; nullptr = legacy default stream). No device->host
-  // synchronisation. Throws Error(kInvalidArgument) naming the bad field.
+  // one async copy on `stream` (a CUstream; nullptr = legacy default stream). The host waits
+  // only for the previous plan's copy to have left the pinned buffer (and, when the workspace
+  // grows, for the free of the old one). Throws Error(kInvalidArgument) naming the bad field;
+  // after any failure run() refuses until a plan() succeeds.
   void plan(const MlaBatch& batch, void* stream);
 
   // Launches on `stream`. Throws Error(kInvalidArgument) for bad arguments or when called

@@ -87,6 +87,20 @@ struct BatchMlaAttention::Impl {
   }
 };
 
+namespace {
+
+// A moved-from object has no state left: say so instead of dereferencing null.
+template <typename ImplPtr>
+auto& live(ImplPtr& impl) {
+  if (!impl) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "this BatchMlaAttention was moved from: use the object it was moved to");
+  }
+  return *impl;
+}
+
+}  // namespace
+
 BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& options)
     : impl_(std::make_unique<Impl>()) {
   validate_shape(shape);
@@ -114,7 +128,11 @@ BatchMlaAttention::BatchMlaAttention(BatchMlaAttention&&) noexcept = default;
 BatchMlaAttention& BatchMlaAttention::operator=(BatchMlaAttention&&) noexcept = default;
 
 void BatchMlaAttention::plan(const MlaBatch& batch, void* stream) {
-  Impl& s = *impl_;
+  Impl& s = live(impl_);
+  // Whatever fails below (a bad batch, a stream of another device, the upload), the previous
+  // plan is gone: run() refuses until a plan() succeeds, rather than run the old work lists
+  // over the new tensors.
+  s.planned = false;
   if (batch.batch_size < 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("batch_size={} is negative", batch.batch_size));
@@ -136,10 +154,11 @@ void BatchMlaAttention::plan(const MlaBatch& batch, void* stream) {
 
   driver::set_current_device(s.device);
   s.require_stream_on_device(stream);
-  // A failed upload leaves the workspace without a valid plan: run() must refuse until the
-  // next plan() succeeds.
-  s.planned = false;
-  s.workspace->upload(new_plan, static_cast<CUstream>(stream));
+  const bool reserved = s.options.workspace_bytes > 0, pinned = s.options.cluster_size != 0;
+  const auto growth = reserved && pinned ? MlaWorkspace::Growth::kRefused
+                      : reserved || pinned ? MlaWorkspace::Growth::kWarned
+                                           : MlaWorkspace::Growth::kAllowed;
+  s.workspace->upload(new_plan, static_cast<CUstream>(stream), growth);
   s.current_plan = std::move(new_plan);
   s.planned_tokens = batch.batch_size > 0 ? batch.qo_indptr[batch.batch_size] : 0;
   s.planned = true;
@@ -179,9 +198,11 @@ mlajit_kernel::MlaParams make_kernel_params(const MlaShape& shape, const MlaOpti
 }  // namespace
 
 void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
-  Impl& s = *impl_;
+  Impl& s = live(impl_);
   if (!s.planned) {
-    throw Error(ErrorCode::kInvalidArgument, "run() called before plan(): plan the batch first");
+    throw Error(ErrorCode::kInvalidArgument,
+                "run() called before plan() succeeded: plan() was not called yet, or its last "
+                "call failed; plan the batch first");
   }
   validate_run_args(s.shape, args, s.planned_tokens);
   const auto cu_stream = static_cast<CUstream>(stream);
@@ -235,7 +256,7 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
 }
 
 MlaPlanInfo BatchMlaAttention::plan_info() const {
-  const Impl& s = *impl_;
+  const Impl& s = live(impl_);
   MlaPlanInfo info;
   info.tier = jit::tier_of(s.spec.tile);
   info.two_launch = s.two_launch;
@@ -254,7 +275,7 @@ MlaPlanInfo BatchMlaAttention::plan_info() const {
   return info;
 }
 
-const MlaShape& BatchMlaAttention::shape() const { return impl_->shape; }
-std::string BatchMlaAttention::spec_text() const { return impl_->spec.text(); }
+const MlaShape& BatchMlaAttention::shape() const { return live(impl_).shape; }
+std::string BatchMlaAttention::spec_text() const { return live(impl_).spec.text(); }
 
 }  // namespace mlajit

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "common/logging.h"
 #include "mlajit/error.h"
 
@@ -43,12 +45,6 @@ MlaWorkspace::Layout MlaWorkspace::layout_for(const Capacity& capacity) const {
 
 void MlaWorkspace::allocate(const Capacity& capacity) {
   const Layout layout = layout_for(capacity);
-  if (device_.size() > 0) {
-    logger("mlajit.attention")
-        ->info("workspace grows from {} to {} bytes: CUDA graphs captured before now hold the "
-               "old address and must be captured again (reserve MlaOptions::workspace_bytes)",
-               device_.size(), layout.total);
-  }
   if (copy_done_) copy_done_->synchronize();  // the old pinned buffer may still be in a copy
   device_ = driver::DeviceBuffer();  // free first: the old and new need not both fit
   device_ = driver::DeviceBuffer(layout.total);
@@ -59,22 +55,31 @@ void MlaWorkspace::allocate(const Capacity& capacity) {
   layout_ = layout;
 }
 
-void MlaWorkspace::reserve(uint64_t bytes) {
-  // An eighth each for work items and merge records, the rest for partial rows.
+MlaWorkspace::Capacity MlaWorkspace::capacity_for_bytes(uint64_t bytes) const {
   Capacity capacity;
-  capacity.work_items = std::max<int64_t>(1024, bytes / 8 / sizeof(mlajit_kernel::MlaWorkItem));
-  capacity.merge_records = std::max<int64_t>(1024, bytes / 8 / sizeof(mlajit_kernel::MlaMergeRecord));
-  capacity.partial_rows = std::max<int64_t>(1024, bytes * 3 / 4 / (row_bytes_ + sizeof(float)));
-  allocate(capacity);
+  capacity.work_items = std::max<int64_t>(1024, bytes / 64 / sizeof(mlajit_kernel::MlaWorkItem));
+  capacity.merge_records =
+      std::max<int64_t>(1024, bytes / 64 / sizeof(mlajit_kernel::MlaMergeRecord));
+  const uint64_t plan_bytes = layout_for(Capacity{capacity.work_items, capacity.merge_records, 0}).total;
+  const uint64_t rest = bytes > plan_bytes ? bytes - plan_bytes : 0;
+  capacity.partial_rows = std::max<int64_t>(1024, rest / (row_bytes_ + sizeof(float)));
+  return capacity;
 }
 
-bool MlaWorkspace::fits(const plan::Plan& plan) const {
-  return device_.size() > 0 && static_cast<int64_t>(plan.work_items.size()) <= capacity_.work_items &&
-         static_cast<int64_t>(plan.merge_records.size()) <= capacity_.merge_records &&
-         plan.partial_rows <= capacity_.partial_rows &&
+MlaWorkspace::Capacity MlaWorkspace::capacity_of(const plan::Plan& plan) {
+  return Capacity{static_cast<int64_t>(plan.work_items.size()),
+                  static_cast<int64_t>(plan.merge_records.size()), plan.partial_rows};
+}
+
+bool MlaWorkspace::holds(const Capacity& have, const plan::Plan& plan) const {
+  const Capacity need = capacity_of(plan);
+  return need.work_items <= have.work_items && need.merge_records <= have.merge_records &&
+         need.partial_rows <= have.partial_rows &&
          static_cast<int>(plan.work_indptr.size()) <= max_ctas_ + 1 &&
          static_cast<int>(plan.merge_indptr.size()) <= max_ctas_ + 1;
 }
+
+void MlaWorkspace::reserve(uint64_t bytes) { allocate(capacity_for_bytes(bytes)); }
 
 void MlaWorkspace::write_plan(const plan::Plan& plan) {
   void* base = pinned_.data();
@@ -84,19 +89,44 @@ void MlaWorkspace::write_plan(const plan::Plan& plan) {
   copy_array(base, layout_.merge_records, plan.merge_records);
 }
 
-void MlaWorkspace::upload(const plan::Plan& plan, CUstream stream) {
+void MlaWorkspace::grow_for(const plan::Plan& plan, Growth growth) {
+  const Capacity need = capacity_of(plan);
+  if (device_.size() > 0 && growth == Growth::kRefused) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("this plan needs a workspace of {} bytes ({} work items, {} merge "
+                            "records, {} partial rows) and MlaOptions::workspace_bytes reserved "
+                            "{} ({} / {} / {}): growing would move it under CUDA graphs captured "
+                            "with the pinned grid; reserve at least {} bytes",
+                            bytes_for(need), need.work_items, need.merge_records,
+                            need.partial_rows, device_.size(), capacity_.work_items,
+                            capacity_.merge_records, capacity_.partial_rows,
+                            bytes_for(need)));
+  }
+  // Headroom, so that a batch growing by a little does not move the workspace each time.
+  Capacity grown;
+  grown.work_items = std::max<int64_t>(capacity_.work_items, 2 * need.work_items + 64);
+  grown.merge_records = std::max<int64_t>(capacity_.merge_records, 2 * need.merge_records + 64);
+  grown.partial_rows = std::max<int64_t>(capacity_.partial_rows, 2 * need.partial_rows + 256);
+  if (device_.size() > 0) {
+    logger("mlajit.attention")
+        ->log(growth == Growth::kWarned ? spdlog::level::warn : spdlog::level::info,
+              "workspace grows from {} to {} bytes: CUDA graphs captured before now hold the "
+              "old address and must be captured again (MlaOptions::workspace_bytes of at least "
+              "{} avoids this)",
+              device_.size(), bytes_for(grown), bytes_for(need));
+  }
+  allocate(grown);
+}
+
+void MlaWorkspace::upload(const plan::Plan& plan, CUstream stream, Growth growth) {
   if (static_cast<int>(plan.work_indptr.size()) > max_ctas_ + 1 ||
       static_cast<int>(plan.merge_indptr.size()) > max_ctas_ + 1) {
-    throw Error(ErrorCode::kInternal, "plan has more CTAs than the device holds");
+    throw Error(ErrorCode::kInternal,
+                fmt::format("plan has {} work and {} merge index entries, more than the {} CTAs "
+                            "(+1) the device holds",
+                            plan.work_indptr.size(), plan.merge_indptr.size(), max_ctas_));
   }
-  if (!fits(plan)) {
-    // Headroom, so that a batch growing by a little does not move the workspace each time.
-    Capacity grown;
-    grown.work_items = std::max<int64_t>(capacity_.work_items, 2 * plan.work_items.size() + 64);
-    grown.merge_records = std::max<int64_t>(capacity_.merge_records, 2 * plan.merge_records.size() + 64);
-    grown.partial_rows = std::max<int64_t>(capacity_.partial_rows, 2 * plan.partial_rows + 256);
-    allocate(grown);
-  }
+  if (device_.size() == 0 || !holds(capacity_, plan)) grow_for(plan, growth);
   // The previous copy may still be reading the pinned buffer.
   if (copy_done_) copy_done_->synchronize();
   else copy_done_.emplace();

@@ -5,7 +5,8 @@
 //
 // Every array sits at an offset fixed by the workspace's capacities, not by the plan at hand:
 // a kernel launch captured in a CUDA graph holds these pointers, and a re-plan that fits the
-// capacities must leave them where they are. Only growth moves them (logged).
+// capacities must leave them where they are. Only growth moves them: logged, and refused when
+// the caller both reserved the workspace and pinned the grid (the CUDA-graph setup).
 #include <cuda.h>
 
 #include <cstdint>
@@ -25,26 +26,39 @@ class MlaWorkspace {
   MlaWorkspace(const MlaWorkspace&) = delete;
   MlaWorkspace& operator=(const MlaWorkspace&) = delete;
 
-  // Sizes the workspace to about `bytes` up front (graph capture): capacities for work
-  // items, merge records and partial rows are carved out of it.
+  struct Capacity {
+    int64_t work_items = 0, merge_records = 0, partial_rows = 0;
+  };
+  // The capacities a workspace of about `bytes` holds: a 64th each for work items and merge
+  // records (at least 1024 of each), the rest for partial rows, which real plans need most.
+  Capacity capacity_for_bytes(uint64_t bytes) const;
+  // Exactly what `plan` uses, and the bytes of a workspace with those capacities.
+  static Capacity capacity_of(const plan::Plan& plan);
+  uint64_t bytes_for(const Capacity& capacity) const { return layout_for(capacity).total; }
+  // Whether a workspace with capacity `have` can take `plan` without moving.
+  bool holds(const Capacity& have, const plan::Plan& plan) const;
+
+  // Sizes the workspace to about `bytes` up front (graph capture).
   void reserve(uint64_t bytes);
+  // What a plan that does not fit may do: grow the workspace (logged at info: the caller
+  // asked for growth on demand), grow it with a warning (the caller reserved it or pinned the
+  // grid, so captured graphs may hold the old address), or fail (both: the graph setup).
+  enum class Growth { kAllowed, kWarned, kRefused };
   // Copies `plan` to the device on `stream` (after the previous upload's copy has finished
-  // reading the pinned buffer), growing the capacities first if the plan does not fit.
-  void upload(const plan::Plan& plan, CUstream stream);
+  // reading the pinned buffer), first growing the workspace, which moves it, when the plan
+  // does not fit and `growth` allows; kRefused throws Error(kInvalidArgument) naming the bytes.
+  void upload(const plan::Plan& plan, CUstream stream, Growth growth);
   void fill_params(mlajit_kernel::MlaParams* params) const;
   uint64_t bytes() const { return device_.size(); }
 
  private:
-  struct Capacity {
-    int64_t work_items = 0, merge_records = 0, partial_rows = 0;
-  };
   struct Layout {
     size_t work_indptr = 0, work_items = 0, merge_indptr = 0, merge_records = 0;
     size_t plan_end = 0, partial_lse = 0, partial_o = 0, total = 0;
   };
   Layout layout_for(const Capacity& capacity) const;
   void allocate(const Capacity& capacity);
-  bool fits(const plan::Plan& plan) const;
+  void grow_for(const plan::Plan& plan, Growth growth);
   void write_plan(const plan::Plan& plan);
 
   int max_ctas_;

@@ -90,6 +90,10 @@ void validate_run_args(const MlaShape& shape, const MlaRunArgs& args, int64_t pl
   require_aligned("kpe", args.kpe);
   require_aligned("out", args.out);
   if (args.kv_indices == nullptr) invalid("kv_indices is null: a device pointer is required");
+  if (reinterpret_cast<std::uintptr_t>(args.kv_indices) % 4 != 0) {
+    invalid(fmt::format("kv_indices={} is not 4-byte aligned (int32 page ids)",
+                        static_cast<const void*>(args.kv_indices)));
+  }
   if (reinterpret_cast<std::uintptr_t>(args.lse) % 4 != 0) {
     invalid(fmt::format("lse={} is not 4-byte aligned", static_cast<void*>(args.lse)));
   }
@@ -114,19 +118,13 @@ void validate_run_args(const MlaShape& shape, const MlaRunArgs& args, int64_t pl
   require_stride("kpe_stride_page", args.kpe_stride_page,
                  (shape.page_size - 1) * args.kpe_stride_token + shape.head_dim_kpe);
   if (!(args.sm_scale > 0.0f) || args.sm_scale > 1e6f) {
-    invalid(fmt::format("sm_scale={} must be a positive finite number (e.g. 1/sqrt(192))",
+    invalid(fmt::format("sm_scale={} is out of range: expected a value in (0, 1e6], e.g. "
+                        "1/sqrt(192) for DeepSeek",
                         args.sm_scale));
   }
 }
 
 void validate_kv_indices(const MlaBatch& batch) {
-  if (batch.kv_indices == nullptr) {
-    invalid("validate_kv_indices is on but MlaBatch::kv_indices (host copy) is null");
-  }
-  if (batch.num_pages < 1) {
-    invalid(fmt::format("validate_kv_indices is on but num_pages={} (expected >= 1)",
-                        batch.num_pages));
-  }
   if (batch.batch_size <= 0) return;  // no request reads a page
   if (batch.kv_indptr == nullptr) {
     invalid(fmt::format("kv_indptr is null; it must point to batch_size + 1 = {} entries",
@@ -138,6 +136,17 @@ void validate_kv_indices(const MlaBatch& batch) {
     invalid(fmt::format("kv_indptr must be non-decreasing from >= 0: kv_indptr[0]={}, "
                         "kv_indptr[{}]={}",
                         first, batch.batch_size, end));
+  }
+  if (first == end) return;  // requests without pages (kv_len 0 everywhere) read none
+  if (batch.kv_indices == nullptr) {
+    invalid(fmt::format("validate_kv_indices is on but MlaBatch::kv_indices (host copy) is null; "
+                        "it must hold the {} page ids kv_indptr[0]={} .. kv_indptr[{}]={} name",
+                        int64_t{end} - first, first, batch.batch_size, end));
+  }
+  if (batch.num_pages < 1) {
+    invalid(fmt::format("validate_kv_indices is on but num_pages={} (expected >= 1: the pages "
+                        "in the cache, which the page ids must stay below)",
+                        batch.num_pages));
   }
   for (int32_t i = first; i < end; ++i) {
     const int32_t page = batch.kv_indices[i];

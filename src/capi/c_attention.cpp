@@ -18,10 +18,13 @@ namespace {
 using mlajit::capi::fail;
 using mlajit::capi::guarded;
 
-mlajit_status null_handle(const char* function) {
-  return fail(MLAJIT_ERROR_INVALID_ARGUMENT,
-              fmt::format("{}: attention is NULL (create one with mlajit_attention_create)",
-                          function));
+mlajit_status null_handle(const char* function) noexcept {
+  return guarded([&]() -> void {
+    throw mlajit::Error(mlajit::ErrorCode::kInvalidArgument,
+                        fmt::format("{}: attention is NULL (create one with "
+                                    "mlajit_attention_create)",
+                                    function));
+  });
 }
 
 }  // namespace

@@ -20,6 +20,14 @@ void set_last_error(const std::string& message) noexcept {
   }
 }
 
+void set_last_error(const char* message) noexcept {
+  try {
+    last_error = message;
+  } catch (...) {
+    last_error.clear();
+  }
+}
+
 void clear_last_error() noexcept { last_error.clear(); }
 
 const char* last_error_text() noexcept { return last_error.c_str(); }
@@ -34,8 +42,12 @@ mlajit_status status_of_current_exception() noexcept {
     set_last_error("out of host memory");
     return MLAJIT_ERROR_OUT_OF_MEMORY;
   } catch (const std::exception& error) {
-    set_last_error(std::string("unexpected exception inside mlajit (please report): ") +
-                   error.what());
+    try {  // the concatenation may itself run out of memory: never throw from here
+      set_last_error(std::string("unexpected exception inside mlajit (please report): ") +
+                     error.what());
+    } catch (...) {
+      set_last_error("unexpected exception inside mlajit (please report)");
+    }
     return MLAJIT_ERROR_INTERNAL;
   } catch (...) {
     set_last_error("unexpected non-standard exception inside mlajit (please report)");
@@ -43,7 +55,7 @@ mlajit_status status_of_current_exception() noexcept {
   }
 }
 
-mlajit_status fail(mlajit_status status, const std::string& message) noexcept {
+mlajit_status fail(mlajit_status status, const char* message) noexcept {
   set_last_error(message);
   return status;
 }

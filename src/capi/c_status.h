@@ -10,6 +10,7 @@ namespace mlajit::capi {
 
 // Records the message of this thread's last call ("" = success).
 void set_last_error(const std::string& message) noexcept;
+void set_last_error(const char* message) noexcept;
 void clear_last_error() noexcept;
 const char* last_error_text() noexcept;  // never null
 
@@ -28,7 +29,8 @@ mlajit_status guarded(Body&& body) noexcept {
   }
 }
 
-// A failure found by the C layer itself (null pointer, bad struct_size).
-mlajit_status fail(mlajit_status status, const std::string& message) noexcept;
+// A failure found by the C layer itself (null pointer, bad struct_size). Takes the text as a
+// C string: building a std::string at the call site could throw bad_alloc outside guarded().
+mlajit_status fail(mlajit_status status, const char* message) noexcept;
 
 }  // namespace mlajit::capi

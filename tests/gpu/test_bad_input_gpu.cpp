@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "attention/mla_check.h"
 #include "gpu_test_support.h"
@@ -58,6 +59,51 @@ TEST_CASE("a negative batch size and a token count that disagrees with the plan 
   MlaRunArgs args = problem->args;
   args.num_tokens += 1;
   require_error([&] { attention.run(args, nullptr); }, ErrorCode::kInvalidArgument, "num_tokens");
+}
+
+TEST_CASE("after a failed plan() run() refuses instead of running the previous plan", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  BatchMlaAttention attention(small_shape());
+  auto problem = make_device_problem(make_random_case("replan", small_shape(), 2, 1, 1, 50, 8));
+  attention.plan(problem->batch(), nullptr);
+  MlaBatch bad = problem->batch();
+  bad.batch_size = -1;
+  require_error([&] { attention.plan(bad, nullptr); }, ErrorCode::kInvalidArgument, "batch_size");
+  require_error([&] { attention.run(problem->args, nullptr); }, ErrorCode::kInvalidArgument,
+                "before plan()");
+}
+
+TEST_CASE("with the workspace reserved and the grid pinned, a plan needing more is refused",
+          "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  MlaShape shape;  // 128 heads, page 64
+  MlaOptions options;
+  options.cluster_size = 2;
+  options.workspace_bytes = 1 << 20;  // about 1024 partial rows
+  BatchMlaAttention attention(shape, options);
+  // Host arrays only: plan() reads nothing on the device without validate_kv_indices.
+  const auto batch_of = [](int requests, int kv_len, std::vector<int32_t>* arrays) {
+    arrays[0] = {0};
+    arrays[1] = {0};
+    arrays[2].clear();
+    for (int b = 0; b < requests; ++b) {
+      arrays[0].push_back(arrays[0].back() + 1);
+      arrays[1].push_back(arrays[1].back() + (kv_len + 63) / 64);
+      arrays[2].push_back(kv_len);
+    }
+    MlaBatch batch;
+    batch.qo_indptr = arrays[0].data();
+    batch.kv_indptr = arrays[1].data();
+    batch.kv_len = arrays[2].data();
+    batch.batch_size = requests;
+    return batch;
+  };
+  std::vector<int32_t> small[3], large[3];
+  attention.plan(batch_of(1, 64, small), nullptr);  // one unsplit tile: no partial rows
+  // 16 x 4096 tokens split into ~4 chunks per 128-row tile: ~8k partial rows.
+  require_error([&] { attention.plan(batch_of(16, 4096, large), nullptr); },
+                ErrorCode::kInvalidArgument, "workspace_bytes");
+  attention.plan(batch_of(1, 64, small), nullptr);  // the object is still usable
 }
 
 TEST_CASE("a page id out of range is caught in validation mode", "[gpu]") {
