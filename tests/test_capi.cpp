@@ -10,12 +10,15 @@
 #include <filesystem>
 #include <string>
 
+#include "temp_dir.h"
 #include "jit/nvrtc_compiler.h"
 #include "mlajit/kernel_spec.h"
 #include "mlajit/mlajit.h"
 #include "mlajit/runtime.h"
 
 namespace fs = std::filesystem;
+
+using mlajit::test::TempDir;
 
 namespace {
 
@@ -26,18 +29,6 @@ mlajit_shape deepseek_shape() {
   mlajit_shape_init(&shape);
   return shape;
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "mlajit_capi_XXXXXX").string();
-    path = mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
 
 struct ProcessResult {
   int exit_code = -1;
@@ -267,20 +258,20 @@ TEST_CASE("a valid spec text precompiles into MLAJIT_CACHE_DIR without a GPU, on
          << mlajit::jit::NvrtcCompiler::instance().unavailable_reason());
     return;
   }
-  TempDir cache;
+  TempDir cache("mlajit_capi");
   mlajit::MlaShape shape;
   const std::string spec = mlajit::tile_for_arch("sm_90", shape).spec_text;
-  const std::string environment = "MLAJIT_CACHE_DIR='" + cache.path.string() + "'";
+  const std::string environment = "MLAJIT_CACHE_DIR='" + cache.path() + "'";
 
   const ProcessResult first = run_worker(environment, spec);
   INFO(first.out);
   REQUIRE(first.exit_code == 0);
   CHECK(field(first.out, "from_cache") == "0");
   CHECK(field(first.out, "builds") == "1");
-  CHECK(field(first.out, "user_dir") == cache.path.string());
+  CHECK(field(first.out, "user_dir") == cache.path());
   const std::string key = field(first.out, "key");
   REQUIRE(key.size() >= 2);
-  CHECK(fs::exists(cache.path / key.substr(0, 2) / (key + ".cubin")));
+  CHECK(fs::exists(fs::path(cache.path()) / key.substr(0, 2) / (key + ".cubin")));
   CHECK(std::stoull(field(first.out, "bytes")) > 1000);
 
   const ProcessResult second = run_worker(environment, spec);
@@ -296,11 +287,11 @@ TEST_CASE("a spec for an arch NVRTC cannot target fails to precompile with a mes
     WARN("NVRTC is not available, skipping");
     return;
   }
-  TempDir cache;
+  TempDir cache("mlajit_capi");
   mlajit::KernelSpec spec;
   spec.arch = "sm_20";
   const ProcessResult result =
-      run_worker("MLAJIT_CACHE_DIR='" + cache.path.string() + "'", spec.text());
+      run_worker("MLAJIT_CACHE_DIR='" + cache.path() + "'", spec.text());
   INFO(result.out);
   CHECK(result.exit_code == 1);
   CHECK(field(result.out, "status") != "0");

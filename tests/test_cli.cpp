@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "jit/disk_cache.h"
 #include "jit/fleet_matrix.h"
 #include "jit/tile_config.h"
@@ -28,6 +29,8 @@
 namespace fs = std::filesystem;
 using mlajit::DType;
 using mlajit::KernelSpec;
+
+using mlajit::test::TempDir;
 
 namespace {
 
@@ -200,26 +203,6 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "mlajit-cli-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
 struct CliRun {
   int exit_code = -1;
   std::string out, err;
@@ -228,7 +211,7 @@ struct CliRun {
 // Runs the CLI with the user cache in `cache_dir` and no shipped layers, budget or no-JIT
 // switch from the calling environment.
 CliRun run_cli(const std::string& args, const std::string& cache_dir) {
-  static TempDir io;
+  static TempDir io("mlajit-cli-test");
   static int counter = 0;
   const std::string out = io.sub("out" + std::to_string(counter)),
                     err = io.sub("err" + std::to_string(counter));
@@ -402,7 +385,7 @@ TEST_CASE("the JSON writer escapes strings and keeps arrays of objects on the ke
 
 TEST_CASE("every command's --help exits 0 and names the command") {
   REQUIRE_CLI_BUILT();
-  TempDir cache;
+  TempDir cache("mlajit-cli-test");
   for (const std::string command : {"", "precompile", "list", "info", "verify", "bench", "prune"}) {
     const CliRun run = run_cli(command + " --help", cache.path());
     INFO("mlajit " << command << " --help\nstdout: " << run.out << "\nstderr: " << run.err);
@@ -418,7 +401,7 @@ TEST_CASE("every command's --help exits 0 and names the command") {
 
 TEST_CASE("bad options exit 2 with a one-line reason") {
   REQUIRE_CLI_BUILT();
-  TempDir cache;
+  TempDir cache("mlajit-cli-test");
   const std::vector<std::pair<std::string, std::string>> cases{
       {"", "subcommand"},                               // no command at all
       {"frobnicate", "frobnicate"},                     // unknown command
@@ -452,7 +435,7 @@ TEST_CASE("bad options exit 2 with a one-line reason") {
 
 TEST_CASE("precompile --dry-run lists the default matrix without compiling") {
   REQUIRE_CLI_BUILT();
-  TempDir cache;
+  TempDir cache("mlajit-cli-test");
   const CliRun run = run_cli("precompile --dry-run --json", cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -468,7 +451,7 @@ TEST_CASE("precompile --dry-run lists the default matrix without compiling") {
 
 TEST_CASE("list --json agrees with the entry files on disk") {
   REQUIRE_CLI_BUILT();
-  TempDir cache;
+  TempDir cache("mlajit-cli-test");
   fill_cache(cache.path(), 6, 1000);
   const auto files = entry_files(cache.path());
   REQUIRE(files.size() == 6);
@@ -498,7 +481,7 @@ TEST_CASE("list --json agrees with the entry files on disk") {
   for (const auto& file : files) CHECK(paths.count(fs::canonical(file).string()) == 1);
 
   // The text table says the same; --cache-dir reads a directory instead of the environment's.
-  TempDir elsewhere;
+  TempDir elsewhere("mlajit-cli-test");
   const CliRun direct = run_cli("list --cache-dir " + shell_quote(cache.path()), elsewhere.path());
   CHECK(direct.exit_code == 0);
   CHECK(direct.out.find("6 entries") != std::string::npos);
@@ -511,7 +494,7 @@ TEST_CASE("list --json agrees with the entry files on disk") {
 
 TEST_CASE("mlajit prune keeps the user cache within --max-size, newest entries first") {
   REQUIRE_CLI_BUILT();
-  TempDir cache;
+  TempDir cache("mlajit-cli-test");
   fill_cache(cache.path(), 8, 4000);
   auto files = entry_files(cache.path());
   REQUIRE(files.size() == 8);
@@ -554,7 +537,7 @@ TEST_CASE("mlajit prune keeps the user cache within --max-size, newest entries f
 
 TEST_CASE("info --json always has a gpus array, and --gpu-count agrees with it") {
   REQUIRE_CLI_BUILT();
-  TempDir cache;
+  TempDir cache("mlajit-cli-test");
   fill_cache(cache.path(), 3, 100);
   const CliRun count = run_cli("info --gpu-count", cache.path());
   REQUIRE(count.exit_code == 0);
@@ -582,7 +565,7 @@ TEST_CASE("info --json always has a gpus array, and --gpu-count agrees with it")
 
 TEST_CASE("verify and bench without a GPU exit 1 and say why") {
   REQUIRE_CLI_BUILT();
-  TempDir cache;
+  TempDir cache("mlajit-cli-test");
   const CliRun count = run_cli("info --gpu-count", cache.path());
   if (count.out != "0\n") {
     WARN("a GPU is present: verify and bench run in the GPU suite, not here");

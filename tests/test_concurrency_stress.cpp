@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "temp_dir.h"
 #include "jit/cache_layout.h"
 #include "jit/disk_cache.h"
 #include "jit/kernel_registry.h"
@@ -36,6 +37,8 @@
 #include "mlajit/error.h"
 
 extern char** environ;
+
+using mlajit::test::TempDir;
 
 namespace {
 
@@ -47,20 +50,6 @@ constexpr int kKeys = 24;
 constexpr int kProcesses = 16;
 constexpr int kThreads = 8;
 constexpr int kKeysPerThread = 6;
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/mlajit-stress-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string sub(const std::string& name) const { return path + "/" + name; }
-};
 
 // Must match stress_payload() in tests/workers/stress_worker.cpp.
 std::vector<uint8_t> stress_payload(const std::string& key_text) {
@@ -169,13 +158,13 @@ void require_entry_on_disk(const std::string& dir, int n) {
 
 // One round: fresh dirs, 16 workers, checks. Returns the round's wall time.
 double stress_round(std::mt19937_64& rng, int round) {
-  TempDir tmp;
+  TempDir tmp("mlajit-stress");
   const std::string user = tmp.sub("cache");
   std::set<int> requested;
   std::vector<pid_t> pids;
   const auto start = Clock::now();
   for (int p = 0; p < kProcesses; ++p) {
-    std::vector<std::string> args = {worker_path(), user, tmp.path};
+    std::vector<std::string> args = {worker_path(), user, tmp.path()};
     for (int t = 0; t < kThreads; ++t) {
       const std::vector<int> keys = random_keys(rng, kKeysPerThread);
       requested.insert(keys.begin(), keys.end());
@@ -224,9 +213,9 @@ TEST_CASE("16 processes x 8 threads racing for overlapping cold keys build each 
 
 TEST_CASE("16 threads on two caches of one directory build each key once", "[concurrency]") {
   std::mt19937_64 rng(stress_seed());
-  TempDir tmp;
+  TempDir tmp("mlajit-stress");
   CacheOptions options;
-  options.user_dir = tmp.path;
+  options.user_dir = tmp.path();
   options.lock_wait = std::chrono::seconds(60);
   // Two instances in one process (say, two libraries each with a cache): their flocks are
   // separate open file descriptions, so they exclude each other like two processes.
@@ -281,7 +270,7 @@ TEST_CASE("16 threads on two caches of one directory build each key once", "[con
     REQUIRE(builds[n] == (requested.count(n) ? 1 : 0));
   }
   REQUIRE(first.stats().builds + second.stats().builds == requested.size());
-  for (int n : requested) require_entry_on_disk(tmp.path, n);
+  for (int n : requested) require_entry_on_disk(tmp.path(), n);
   for (const auto& listing : first.list()) {
     INFO(listing.path << ": " << listing.problem);
     REQUIRE(listing.verifies);
@@ -294,9 +283,9 @@ TEST_CASE("16 threads compiling through one KernelRegistry compile each spec onc
     WARN("NVRTC is not available, skipping: " << NvrtcCompiler::instance().unavailable_reason());
     return;
   }
-  TempDir tmp;
+  TempDir tmp("mlajit-stress");
   CacheOptions options;
-  options.user_dir = tmp.path;
+  options.user_dir = tmp.path();
   KernelRegistry registry(options);
   std::vector<mlajit::KernelSpec> specs;
   for (const char* family : {"grid_barrier_demo", "spin"}) {

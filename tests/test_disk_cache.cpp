@@ -28,6 +28,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <xxhash.h>
 
+#include "temp_dir.h"
 #include "common/logging.h"
 #include "jit/cache_file_io.h"
 #include "jit/cache_file_lock.h"
@@ -38,6 +39,8 @@
 
 extern char** environ;
 
+using mlajit::test::TempDir;
+
 namespace {
 
 using namespace mlajit::jit;
@@ -45,21 +48,6 @@ using mlajit::Error;
 using mlajit::ErrorCode;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/mlajit-cache-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path, ec);
-  }
-  std::string sub(const std::string& name) const { return path + "/" + name; }
-};
 
 // Must match payload_for() in tests/workers/cache_worker.cpp.
 std::vector<uint8_t> payload_for(const std::string& key_text) {
@@ -327,11 +315,11 @@ TEST_CASE("decoding random damage never crashes and never accepts a changed entr
 // ---------------------------------------------------------------------------------- lookup
 
 TEST_CASE("a second lookup builds nothing, in the same cache and in a new one on the same dir") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const CacheKey key = CacheKey::from_text("second lookup");
   std::atomic<int> calls{0};
   {
-    DiskCache cache(user_only(tmp.path));
+    DiskCache cache(user_only(tmp.path()));
     REQUIRE(cache.user_dir_writable());
     REQUIRE(cache.get_or_build(key, counting_build(calls, key)).payload == payload_for(key.text));
     const CacheEntry again = cache.get_or_build(key, counting_build(calls, key));
@@ -342,8 +330,8 @@ TEST_CASE("a second lookup builds nothing, in the same cache and in a new one on
     REQUIRE(cache.stats().builds == 1);
     REQUIRE(cache.stats().misses == 1);
   }
-  REQUIRE(fs::exists(entry_path(tmp.path, key.hex)));
-  DiskCache fresh(user_only(tmp.path));
+  REQUIRE(fs::exists(entry_path(tmp.path(), key.hex)));
+  DiskCache fresh(user_only(tmp.path()));
   const CacheEntry loaded = fresh.get_or_build(key, counting_build(calls, key));
   REQUIRE(calls == 1);
   REQUIRE(loaded.payload == payload_for(key.text));
@@ -377,32 +365,32 @@ TEST_CASE("a damaged cache entry is warned about, quarantined and rebuilt") {
   };
   for (const auto& [name, damage] : damages) {
     INFO("damage: " << name);
-    TempDir tmp;
-    const std::string path = entry_path(tmp.path, key.hex);
+    TempDir tmp("mlajit-cache-test");
+    const std::string path = entry_path(tmp.path(), key.hex);
     std::atomic<int> calls{0};
-    DiskCache(user_only(tmp.path)).get_or_build(key, counting_build(calls, key));
-    damage(tmp.path, path);
+    DiskCache(user_only(tmp.path())).get_or_build(key, counting_build(calls, key));
+    damage(tmp.path(), path);
 
     WarningCapture warnings;
-    DiskCache cache(user_only(tmp.path));
+    DiskCache cache(user_only(tmp.path()));
     const CacheEntry rebuilt = cache.get_or_build(key, counting_build(calls, key));
     REQUIRE(calls == 2);
     REQUIRE(rebuilt.payload == payload_for(key.text));
     REQUIRE(cache.stats().bad_entries == 1);
     REQUIRE(warnings.count_containing("bad cache entry") == 1);
-    REQUIRE(count_files(quarantine_dir(tmp.path)) == 1);
-    REQUIRE(fs::directory_iterator(quarantine_dir(tmp.path))->path().filename().string().rfind(key.hex + ".", 0) == 0);
+    REQUIRE(count_files(quarantine_dir(tmp.path())) == 1);
+    REQUIRE(fs::directory_iterator(quarantine_dir(tmp.path()))->path().filename().string().rfind(key.hex + ".", 0) == 0);
     // The rebuilt entry is whole again.
     std::string problem;
     REQUIRE(decode_cache_entry(read_bytes(path), key.text, &problem));
-    DiskCache(user_only(tmp.path)).get_or_build(key, counting_build(calls, key));
+    DiskCache(user_only(tmp.path())).get_or_build(key, counting_build(calls, key));
     REQUIRE(calls == 2);
   }
 }
 
 TEST_CASE("eight threads asking for one cold key build it once") {
-  TempDir tmp;
-  DiskCache cache(user_only(tmp.path));
+  TempDir tmp("mlajit-cache-test");
+  DiskCache cache(user_only(tmp.path()));
   const CacheKey key = CacheKey::from_text("thread race");
   std::atomic<int> calls{0};
   std::atomic<int> good{0};
@@ -420,8 +408,8 @@ TEST_CASE("eight threads asking for one cold key build it once") {
 }
 
 TEST_CASE("a failed build reaches every waiting thread and the next call retries") {
-  TempDir tmp;
-  DiskCache cache(user_only(tmp.path));
+  TempDir tmp("mlajit-cache-test");
+  DiskCache cache(user_only(tmp.path()));
   const CacheKey key = CacheKey::from_text("failing build");
   std::atomic<int> calls{0};
   std::atomic<int> failures{0};
@@ -448,8 +436,8 @@ TEST_CASE("a failed build reaches every waiting thread and the next call retries
 }
 
 TEST_CASE("a key whose hex is not the hash of its text is refused") {
-  TempDir tmp;
-  DiskCache cache(user_only(tmp.path));
+  TempDir tmp("mlajit-cache-test");
+  DiskCache cache(user_only(tmp.path()));
   CacheKey key = CacheKey::from_text("x");
   key.hex = "../../etc/passwd";
   std::atomic<int> calls{0};
@@ -460,11 +448,11 @@ TEST_CASE("a key whose hex is not the hash of its text is refused") {
 // ---------------------------------------------------------------------------------- processes
 
 TEST_CASE("eight processes racing for one cold key build it once") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const std::string user = tmp.sub("cache");
   const std::string key_text = "process race";
   std::vector<pid_t> pids;
-  for (int i = 0; i < 8; ++i) pids.push_back(spawn_worker("build", user, key_text, tmp.path));
+  for (int i = 0; i < 8; ++i) pids.push_back(spawn_worker("build", user, key_text, tmp.path()));
   for (pid_t pid : pids) REQUIRE(wait_exit_code(pid) == 0);
   std::ifstream log(tmp.sub("builds.log"));
   std::vector<std::string> lines;
@@ -479,10 +467,10 @@ TEST_CASE("eight processes racing for one cold key build it once") {
 }
 
 TEST_CASE("a lock holder killed with SIGKILL does not block the next process") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const std::string user = tmp.sub("cache");
   const CacheKey key = CacheKey::from_text("killed holder");
-  const pid_t holder = spawn_worker("hold-lock-then-sleep", user, key.text, tmp.path);
+  const pid_t holder = spawn_worker("hold-lock-then-sleep", user, key.text, tmp.path());
   REQUIRE(wait_for_file(tmp.sub("ready"), std::chrono::seconds(10)));
   // Really held: a non-waiting attempt from here fails.
   REQUIRE(CacheFileLock::acquire(lock_path(user, key.hex), std::chrono::milliseconds(0)).outcome() ==
@@ -500,15 +488,15 @@ TEST_CASE("a lock holder killed with SIGKILL does not block the next process") {
 }
 
 TEST_CASE("a lock held past lock_wait is given up with a warning and the key built anyway") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const CacheKey key = CacheKey::from_text("stuck holder");
-  CacheOptions options = user_only(tmp.path);
+  CacheOptions options = user_only(tmp.path());
   options.lock_wait = std::chrono::milliseconds(300);
   DiskCache cache(options);
   // A second open file description conflicts with the cache's, even in one process.
   std::string problem;
-  REQUIRE(make_directories(lock_dir(tmp.path), &problem));
-  const auto held = CacheFileLock::acquire(lock_path(tmp.path, key.hex), std::chrono::seconds(1));
+  REQUIRE(make_directories(lock_dir(tmp.path()), &problem));
+  const auto held = CacheFileLock::acquire(lock_path(tmp.path(), key.hex), std::chrono::seconds(1));
   REQUIRE(held.held());
   WarningCapture warnings;
   std::atomic<int> calls{0};
@@ -522,11 +510,11 @@ TEST_CASE("a lock held past lock_wait is given up with a warning and the key bui
 }
 
 TEST_CASE("a process killed mid-write leaves no entry and the next process builds") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const std::string user = tmp.sub("cache");
   const CacheKey key = CacheKey::from_text("killed writer");
   const std::string path = entry_path(user, key.hex);
-  const pid_t writer = spawn_worker("write-then-sleep", user, key.text, tmp.path);
+  const pid_t writer = spawn_worker("write-then-sleep", user, key.text, tmp.path());
   REQUIRE(wait_for_file(tmp.sub("ready"), std::chrono::seconds(10)));
   REQUIRE(count_files(fs::path(path).parent_path()) == 1);  // the temp file, fully written
   REQUIRE_FALSE(fs::exists(path));
@@ -560,7 +548,7 @@ TEST_CASE("a process killed mid-write leaves no entry and the next process build
 // ---------------------------------------------------------------------------------- degraded
 
 TEST_CASE("an unwritable user dir degrades to memory only") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   std::vector<std::string> dirs;
   // Root ignores permissions: a dir below a regular file can never be created.
   write_bytes(tmp.sub("a-file"), {1});
@@ -586,9 +574,9 @@ TEST_CASE("an unwritable user dir degrades to memory only") {
 }
 
 TEST_CASE("a write that fails with EFBIG keeps the entry in memory and leaves no torn file") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const CacheKey key = CacheKey::from_text("file size limit");
-  const std::string path = entry_path(tmp.path, key.hex);
+  const std::string path = entry_path(tmp.path(), key.hex);
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
@@ -596,7 +584,7 @@ TEST_CASE("a write that fails with EFBIG keeps the entry in memory and leaves no
     ::signal(SIGXFSZ, SIG_IGN);  // so write() fails with EFBIG instead of killing us
     rlimit limit{1024, 1024};
     if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(10);
-    DiskCache cache(user_only(tmp.path));
+    DiskCache cache(user_only(tmp.path()));
     if (!cache.user_dir_writable()) ::_exit(11);  // the 1-byte probe fits the limit
     std::atomic<int> calls{0};
     try {
@@ -616,7 +604,7 @@ TEST_CASE("a write that fails with EFBIG keeps the entry in memory and leaves no
 // ---------------------------------------------------------------------------------- layers
 
 TEST_CASE("a read-only layer is consulted first and never written") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const std::string shipped = tmp.sub("shipped"), user = tmp.sub("user");
   const CacheKey key = CacheKey::from_text("shipped kernel");
   // The shipped layer says "shipped", the user layer "user": the shipped one must win.
@@ -645,7 +633,7 @@ TEST_CASE("a read-only layer is consulted first and never written") {
 }
 
 TEST_CASE("a bad entry in a read-only layer is skipped with a warning, not quarantined") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const std::string shipped = tmp.sub("shipped"), user = tmp.sub("user");
   const CacheKey key = CacheKey::from_text("bad shipped kernel");
   const std::string bad = entry_path(shipped, key.hex);
@@ -665,10 +653,10 @@ TEST_CASE("a bad entry in a read-only layer is skipped with a warning, not quara
 }
 
 TEST_CASE("no_jit turns a miss into kCacheMiss and still serves hits") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const CacheKey key = CacheKey::from_text("precompiled kernel");
   std::atomic<int> calls{0};
-  CacheOptions options = user_only(tmp.path);
+  CacheOptions options = user_only(tmp.path());
   options.no_jit = true;
   {
     DiskCache cache(options);
@@ -677,12 +665,12 @@ TEST_CASE("no_jit turns a miss into kCacheMiss and still serves hits") {
       FAIL("expected kCacheMiss");
     } catch (const Error& e) {
       REQUIRE(e.code() == ErrorCode::kCacheMiss);
-      REQUIRE_THAT(e.what(), Catch::Contains(key.text) && Catch::Contains(tmp.path) &&
+      REQUIRE_THAT(e.what(), Catch::Contains(key.text) && Catch::Contains(tmp.path()) &&
                                  Catch::Contains("mlajit precompile") && Catch::Contains("MLAJIT_NO_JIT"));
     }
     REQUIRE(calls == 0);
   }
-  DiskCache(user_only(tmp.path)).get_or_build(key, counting_build(calls, key));
+  DiskCache(user_only(tmp.path())).get_or_build(key, counting_build(calls, key));
   DiskCache no_jit(options);
   REQUIRE(no_jit.get_or_build(key, counting_build(calls, key)).payload == payload_for(key.text));
   REQUIRE(calls == 1);
@@ -691,34 +679,34 @@ TEST_CASE("no_jit turns a miss into kCacheMiss and still serves hits") {
 // ---------------------------------------------------------------------------------- LRU
 
 TEST_CASE("prune removes the least recently used entries until the budget holds") {
-  TempDir tmp;
-  DiskCache cache(user_only(tmp.path));
+  TempDir tmp("mlajit-cache-test");
+  DiskCache cache(user_only(tmp.path()));
   std::atomic<int> calls{0};
   std::vector<CacheKey> keys;
   const int64_t now = unix_now();
   for (int i = 0; i < 5; ++i) {
     keys.push_back(CacheKey::from_text("lru " + std::to_string(i)));
     cache.get_or_build(keys.back(), counting_build(calls, keys.back()));
-    set_mtime(entry_path(tmp.path, keys.back().hex), now - 1000 + 100 * i);  // key 0 oldest
+    set_mtime(entry_path(tmp.path(), keys.back().hex), now - 1000 + 100 * i);  // key 0 oldest
   }
-  const uint64_t entry_bytes = fs::file_size(entry_path(tmp.path, keys[0].hex));
+  const uint64_t entry_bytes = fs::file_size(entry_path(tmp.path(), keys[0].hex));
 
   SECTION("by size") {
     const auto removed = cache.prune(3 * entry_bytes);
     REQUIRE(removed.size() == 2);
     REQUIRE(removed[0].key_text == keys[0].text);
     REQUIRE(removed[1].key_text == keys[1].text);
-    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path, keys[i].hex)) == (i >= 2));
+    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path(), keys[i].hex)) == (i >= 2));
   }
   SECTION("by age") {
     const auto removed = cache.prune(UINT64_MAX, std::chrono::seconds(750));  // keys 0..2
     REQUIRE(removed.size() == 3);
-    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path, keys[i].hex)) == (i >= 3));
+    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path(), keys[i].hex)) == (i >= 3));
   }
   SECTION("by an age reaching back past the epoch: nothing (once a ns overflow removed all)") {
     REQUIRE(cache.prune(UINT64_MAX, std::chrono::seconds(int64_t{200000} * 86400)).empty());
     REQUIRE(cache.prune(UINT64_MAX, std::chrono::seconds::max()).empty());
-    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path, keys[i].hex)));
+    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path(), keys[i].hex)));
   }
   SECTION("a negative age is refused, naming it") {
     try {
@@ -728,50 +716,50 @@ TEST_CASE("prune removes the least recently used entries until the budget holds"
       REQUIRE(e.code() == ErrorCode::kInvalidArgument);
       REQUIRE_THAT(e.what(), Catch::Matchers::Contains("-5 s"));
     }
-    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path, keys[i].hex)));
+    for (int i = 0; i < 5; ++i) REQUIRE(fs::exists(entry_path(tmp.path(), keys[i].hex)));
   }
   SECTION("a disk hit makes an entry the most recently used") {
-    DiskCache(user_only(tmp.path)).get_or_build(keys[0], counting_build(calls, keys[0]));
-    REQUIRE(mtime_of(entry_path(tmp.path, keys[0].hex)) >= now - 5);
+    DiskCache(user_only(tmp.path())).get_or_build(keys[0], counting_build(calls, keys[0]));
+    REQUIRE(mtime_of(entry_path(tmp.path(), keys[0].hex)) >= now - 5);
     const auto listing = cache.list();
     for (const auto& l : listing) {
       if (l.key_text == keys[0].text) REQUIRE(l.last_use_unix >= now - 5);
     }
     cache.prune(4 * entry_bytes);
-    REQUIRE(fs::exists(entry_path(tmp.path, keys[0].hex)));
-    REQUIRE_FALSE(fs::exists(entry_path(tmp.path, keys[1].hex)));
+    REQUIRE(fs::exists(entry_path(tmp.path(), keys[0].hex)));
+    REQUIRE_FALSE(fs::exists(entry_path(tmp.path(), keys[1].hex)));
   }
   REQUIRE(calls == 5);
 }
 
 TEST_CASE("max_bytes prunes the user layer after each store") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   std::atomic<int> calls{0};
   std::vector<CacheKey> keys;
   for (int i = 0; i < 4; ++i) keys.push_back(CacheKey::from_text("budget " + std::to_string(i)));
-  CacheOptions options = user_only(tmp.path);
+  CacheOptions options = user_only(tmp.path());
   DiskCache probe(options);
   probe.get_or_build(keys[0], counting_build(calls, keys[0]));
-  const uint64_t entry_bytes = fs::file_size(entry_path(tmp.path, keys[0].hex));
+  const uint64_t entry_bytes = fs::file_size(entry_path(tmp.path(), keys[0].hex));
   options.max_bytes = entry_bytes * 5 / 2;
   DiskCache cache(options);
   cache.get_or_build(keys[1], counting_build(calls, keys[1]));
-  set_mtime(entry_path(tmp.path, keys[0].hex), unix_now() - 200);
-  set_mtime(entry_path(tmp.path, keys[1].hex), unix_now() - 100);
+  set_mtime(entry_path(tmp.path(), keys[0].hex), unix_now() - 200);
+  set_mtime(entry_path(tmp.path(), keys[1].hex), unix_now() - 100);
   cache.get_or_build(keys[2], counting_build(calls, keys[2]));  // evicts key 0
   cache.get_or_build(keys[3], counting_build(calls, keys[3]));  // evicts key 1
-  for (int i = 0; i < 4; ++i) REQUIRE(fs::exists(entry_path(tmp.path, keys[i].hex)) == (i >= 2));
+  for (int i = 0; i < 4; ++i) REQUIRE(fs::exists(entry_path(tmp.path(), keys[i].hex)) == (i >= 2));
 }
 
 TEST_CASE("list reports each entry, whether it verifies, and why not") {
-  TempDir tmp;
-  DiskCache cache(user_only(tmp.path));
+  TempDir tmp("mlajit-cache-test");
+  DiskCache cache(user_only(tmp.path()));
   const CacheKey good = CacheKey::from_text("listed");
   const CacheKey misplaced = CacheKey::from_text("misplaced");
   std::atomic<int> calls{0};
   cache.get_or_build(good, counting_build(calls, good));
-  write_bytes(entry_path(tmp.path, misplaced.hex), read_bytes(entry_path(tmp.path, good.hex)));
-  write_bytes(entry_path(tmp.path, CacheKey::from_text("junk").hex), {1, 2, 3});
+  write_bytes(entry_path(tmp.path(), misplaced.hex), read_bytes(entry_path(tmp.path(), good.hex)));
+  write_bytes(entry_path(tmp.path(), CacheKey::from_text("junk").hex), {1, 2, 3});
   auto listing = cache.list();
   REQUIRE(listing.size() == 3);
   int verifying = 0;
@@ -781,7 +769,7 @@ TEST_CASE("list reports each entry, whether it verifies, and why not") {
       ++verifying;
       REQUIRE(l.key_text == good.text);
       REQUIRE(l.metadata == "meta:" + good.text);
-      REQUIRE(l.path == entry_path(tmp.path, good.hex));
+      REQUIRE(l.path == entry_path(tmp.path(), good.hex));
     } else {
       REQUIRE_FALSE(l.problem.empty());
     }
@@ -869,11 +857,11 @@ std::vector<uint8_t> with_format_version(std::vector<uint8_t> bytes, uint32_t ve
 }  // namespace
 
 TEST_CASE("an entry of another format version is quarantined, rebuilt, and the next process hits") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const CacheKey key = CacheKey::from_text("other format version");
-  const std::string path = entry_path(tmp.path, key.hex);
+  const std::string path = entry_path(tmp.path(), key.hex);
   std::atomic<int> calls{0};
-  DiskCache(user_only(tmp.path)).get_or_build(key, counting_build(calls, key));
+  DiskCache(user_only(tmp.path())).get_or_build(key, counting_build(calls, key));
   write_bytes(path, with_format_version(read_bytes(path), 2));
   std::string problem;
   REQUIRE_FALSE(decode_cache_entry(read_bytes(path), key.text, &problem));
@@ -881,20 +869,20 @@ TEST_CASE("an entry of another format version is quarantined, rebuilt, and the n
 
   WarningCapture warnings;
   {
-    DiskCache cache(user_only(tmp.path));
+    DiskCache cache(user_only(tmp.path()));
     REQUIRE(cache.get_or_build(key, counting_build(calls, key)).payload == payload_for(key.text));
     REQUIRE(calls == 2);
     REQUIRE(warnings.count_containing("format version 2") == 1);
-    REQUIRE(count_files(quarantine_dir(tmp.path)) == 1);
+    REQUIRE(count_files(quarantine_dir(tmp.path())) == 1);
   }
-  DiskCache next(user_only(tmp.path));
+  DiskCache next(user_only(tmp.path()));
   REQUIRE(next.get_or_build(key, counting_build(calls, key)).payload == payload_for(key.text));
   REQUIRE(calls == 2);
   REQUIRE(next.stats().disk_hits == 1);
 }
 
 TEST_CASE("a user dir removed while the cache is alive is recreated on the next store") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const std::string user = tmp.sub("cache");
   const CacheKey before = CacheKey::from_text("before rm -rf"), after = CacheKey::from_text("after rm -rf");
   std::atomic<int> calls{0};
@@ -919,7 +907,7 @@ TEST_CASE("a user dir removed while the cache is alive is recreated on the next 
 }
 
 TEST_CASE("a user dir replaced by a file while the cache is alive degrades with one warning") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const std::string user = tmp.sub("cache");
   std::atomic<int> calls{0};
   DiskCache cache(user_only(user));
@@ -952,8 +940,8 @@ TEST_CASE("an entry path that is a directory or a symlink is moved aside and reb
   const CacheKey key = CacheKey::from_text("not a file");
   for (const std::string kind : {"directory", "dangling symlink", "symlink loop"}) {
     INFO(kind);
-    TempDir tmp;
-    const std::string path = entry_path(tmp.path, key.hex);
+    TempDir tmp("mlajit-cache-test");
+    const std::string path = entry_path(tmp.path(), key.hex);
     fs::create_directories(fs::path(path).parent_path());
     if (kind == "directory") {
       fs::create_directories(path + "/inner");
@@ -963,10 +951,10 @@ TEST_CASE("an entry path that is a directory or a symlink is moved aside and reb
       fs::create_symlink(path, path);
     }
     std::atomic<int> calls{0};
-    DiskCache cache(user_only(tmp.path));
+    DiskCache cache(user_only(tmp.path()));
     REQUIRE(cache.get_or_build(key, counting_build(calls, key)).payload == payload_for(key.text));
     REQUIRE(calls == 1);
-    DiskCache next(user_only(tmp.path));
+    DiskCache next(user_only(tmp.path()));
     REQUIRE(next.get_or_build(key, counting_build(calls, key)).payload == payload_for(key.text));
     // Moved aside (a dangling link reads as a miss, and the new entry's rename replaces it):
     // the path now holds a real entry that the next process reads.
@@ -976,9 +964,9 @@ TEST_CASE("an entry path that is a directory or a symlink is moved aside and reb
 }
 
 TEST_CASE("after a write that ran out of space the next process writes the entry") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const CacheKey key = CacheKey::from_text("disk full then repaired");
-  const std::string path = entry_path(tmp.path, key.hex);
+  const std::string path = entry_path(tmp.path(), key.hex);
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
@@ -987,7 +975,7 @@ TEST_CASE("after a write that ran out of space the next process writes the entry
     if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(10);
     std::atomic<int> calls{0};
     try {
-      DiskCache cache(user_only(tmp.path));
+      DiskCache cache(user_only(tmp.path()));
       if (cache.get_or_build(key, counting_build(calls, key)).payload != payload_for(key.text)) ::_exit(12);
     } catch (...) {
       ::_exit(14);
@@ -998,13 +986,13 @@ TEST_CASE("after a write that ran out of space the next process writes the entry
   REQUIRE_FALSE(fs::exists(path));
   std::atomic<int> calls{0};
   {
-    DiskCache cache(user_only(tmp.path));
+    DiskCache cache(user_only(tmp.path()));
     REQUIRE(cache.get_or_build(key, counting_build(calls, key)).payload == payload_for(key.text));
     REQUIRE(calls == 1);
   }
   std::string problem;
   REQUIRE(decode_cache_entry(read_bytes(path), key.text, &problem));
-  DiskCache next(user_only(tmp.path));
+  DiskCache next(user_only(tmp.path()));
   REQUIRE(next.get_or_build(key, counting_build(calls, key)).payload == payload_for(key.text));
   REQUIRE(calls == 1);
 }
@@ -1012,9 +1000,9 @@ TEST_CASE("after a write that ran out of space the next process writes the entry
 // open(O_RDONLY) of a FIFO blocks until a writer appears: without O_NONBLOCK a FIFO at an
 // entry path hung get_or_build, list() and prune() forever.
 TEST_CASE("a FIFO at an entry path is moved aside instead of hanging the reader", "[fifo]") {
-  TempDir tmp;
+  TempDir tmp("mlajit-cache-test");
   const CacheKey key = CacheKey::from_text("fifo entry");
-  const std::string path = entry_path(tmp.path, key.hex);
+  const std::string path = entry_path(tmp.path(), key.hex);
   fs::create_directories(fs::path(path).parent_path());
   REQUIRE(::mkfifo(path.c_str(), 0644) == 0);
   const pid_t child = ::fork();
@@ -1023,7 +1011,7 @@ TEST_CASE("a FIFO at an entry path is moved aside instead of hanging the reader"
     ::alarm(10);  // a hang becomes SIGALRM, a failure, not a stuck test run
     std::atomic<int> calls{0};
     try {
-      DiskCache cache(user_only(tmp.path));
+      DiskCache cache(user_only(tmp.path()));
       if (cache.get_or_build(key, counting_build(calls, key)).payload != payload_for(key.text)) ::_exit(12);
       (void)cache.list();
     } catch (...) {
@@ -1040,15 +1028,15 @@ TEST_CASE("entries and lock files get the umask's mode, so other accounts can re
   const mode_t mask = ::umask(022);
   ::umask(mask);
   const mode_t expected = 0666 & ~mask;
-  TempDir tmp;
-  DiskCache cache(user_only(tmp.path));
+  TempDir tmp("mlajit-cache-test");
+  DiskCache cache(user_only(tmp.path()));
   const CacheKey key = CacheKey::from_text("file modes");
   std::atomic<int> calls{0};
   cache.get_or_build(key, counting_build(calls, key));
   struct stat entry {}, lock {};
-  REQUIRE(::stat(entry_path(tmp.path, key.hex).c_str(), &entry) == 0);
+  REQUIRE(::stat(entry_path(tmp.path(), key.hex).c_str(), &entry) == 0);
   CHECK((entry.st_mode & 0777) == expected);  // mkostemp alone leaves 0600
-  REQUIRE(::stat(lock_path(tmp.path, key.hex).c_str(), &lock) == 0);
+  REQUIRE(::stat(lock_path(tmp.path(), key.hex).c_str(), &lock) == 0);
   CHECK((lock.st_mode & 0777) == expected);
   CHECK(new_file_mode() == expected);
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "temp_dir.h"
 #include "jit/cache_layout.h"
 #include "jit/disk_cache.h"
 #include "jit/kernel_registry.h"
@@ -16,20 +17,9 @@
 namespace fs = std::filesystem;
 using namespace mlajit::jit;
 
-namespace {
+using mlajit::test::TempDir;
 
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    char pattern[] = "/tmp/mlajit-registry-test-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 mlajit::KernelSpec demo_spec() {
   mlajit::KernelSpec spec;
@@ -51,11 +41,11 @@ TEST_CASE("a cache entry's launch shape is checked against codegen, never truste
     WARN("NVRTC is not available, skipping: " << NvrtcCompiler::instance().unavailable_reason());
     return;
   }
-  ScratchDir dir;
+  TempDir dir("mlajit-registry-test");
   const mlajit::KernelSpec spec = demo_spec();
   CompiledKernel honest;
   {
-    KernelRegistry registry(user_only(dir.path));
+    KernelRegistry registry(user_only(dir.path()));
     honest = registry.compile(spec);
     REQUIRE_FALSE(honest.from_cache);
   }
@@ -64,13 +54,13 @@ TEST_CASE("a cache entry's launch shape is checked against codegen, never truste
   lie.threads_per_block += 32;
   lie.dynamic_smem_bytes += 4096;
   {
-    DiskCache cache(user_only(dir.path));
-    REQUIRE(fs::remove(entry_path(dir.path, honest.key.hex)));
+    DiskCache cache(user_only(dir.path()));
+    REQUIRE(fs::remove(entry_path(dir.path(), honest.key.hex)));
     cache.get_or_build(honest.key, [&] {
       return CacheEntry{honest.key.text, honest.image, lie.serialize()};
     });
   }
-  KernelRegistry fresh(user_only(dir.path));
+  KernelRegistry fresh(user_only(dir.path()));
   const CompiledKernel loaded = fresh.compile(spec);
   CHECK(loaded.from_cache);
   CHECK(loaded.image == honest.image);
@@ -83,8 +73,8 @@ TEST_CASE("compile keys a spec by the program it builds") {
     WARN("NVRTC is not available, skipping: " << NvrtcCompiler::instance().unavailable_reason());
     return;
   }
-  ScratchDir dir;
-  KernelRegistry registry(user_only(dir.path));
+  TempDir dir("mlajit-registry-test");
+  KernelRegistry registry(user_only(dir.path()));
   const mlajit::KernelSpec spec = demo_spec();
   CHECK(registry.compile(spec).key.text == registry.key_for(spec).text);
 }
