@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "temp_dir.h"
+#include "test_payloads.h"
 #include "jit/cache_layout.h"
 #include "jit/disk_cache.h"
 #include "jit/kernel_registry.h"
@@ -38,6 +39,7 @@
 
 extern char** environ;
 
+using mlajit::test::stress_payload;
 using mlajit::test::TempDir;
 
 namespace {
@@ -50,13 +52,6 @@ constexpr int kKeys = 24;
 constexpr int kProcesses = 16;
 constexpr int kThreads = 8;
 constexpr int kKeysPerThread = 6;
-
-// Must match stress_payload() in tests/workers/stress_worker.cpp.
-std::vector<uint8_t> stress_payload(const std::string& key_text) {
-  std::vector<uint8_t> p(2048 + key_text.size());
-  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(key_text[i % key_text.size()] * 31 + i);
-  return p;
-}
 
 CacheKey stress_key(int n) { return CacheKey::from_text("stress key " + std::to_string(n)); }
 

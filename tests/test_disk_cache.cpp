@@ -29,6 +29,7 @@
 #include <xxhash.h>
 
 #include "temp_dir.h"
+#include "test_payloads.h"
 #include "common/logging.h"
 #include "jit/cache_file_io.h"
 #include "jit/cache_file_lock.h"
@@ -39,6 +40,7 @@
 
 extern char** environ;
 
+using mlajit::test::payload_for;
 using mlajit::test::TempDir;
 
 namespace {
@@ -48,13 +50,6 @@ using mlajit::Error;
 using mlajit::ErrorCode;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// Must match payload_for() in tests/workers/cache_worker.cpp.
-std::vector<uint8_t> payload_for(const std::string& key_text) {
-  std::vector<uint8_t> p(4096);
-  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(key_text[i % key_text.size()] + i);
-  return p;
-}
 
 // A build function that counts its calls (and can be slow, to widen race windows).
 std::function<CacheEntry()> counting_build(std::atomic<int>& calls, const CacheKey& key,

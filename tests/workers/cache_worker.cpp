@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "../test_payloads.h"
 #include "jit/cache_file_io.h"
 #include "jit/cache_file_lock.h"
 #include "jit/cache_layout.h"
@@ -23,26 +24,14 @@
 
 using namespace mlajit::jit;
 
-namespace {
+using mlajit::test::append_line;
+using mlajit::test::payload_for;
 
-// Must match payload_for() in tests/test_disk_cache.cpp.
-std::vector<uint8_t> payload_for(const std::string& key_text) {
-  std::vector<uint8_t> p(4096);
-  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(key_text[i % key_text.size()] + i);
-  return p;
-}
+namespace {
 
 void create_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd >= 0) ::close(fd);
-}
-
-void append_line(const std::string& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  const std::string text = line + "\n";
-  if (::write(fd, text.data(), text.size()) < 0) std::perror("append");
-  ::close(fd);
 }
 
 int build(const std::string& user_dir, const CacheKey& key, const std::string& aux) {

@@ -15,26 +15,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "../test_payloads.h"
 #include "jit/disk_cache.h"
 
 using namespace mlajit::jit;
 
+using mlajit::test::append_line;
+using mlajit::test::stress_payload;
+
 namespace {
-
-// Must match stress_payload() in tests/test_concurrency_stress.cpp: depends on the key only.
-std::vector<uint8_t> stress_payload(const std::string& key_text) {
-  std::vector<uint8_t> p(2048 + key_text.size());
-  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint8_t>(key_text[i % key_text.size()] * 31 + i);
-  return p;
-}
-
-void append_line(const std::string& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  const std::string text = line + "\n";
-  if (::write(fd, text.data(), text.size()) < 0) std::perror("append");
-  ::close(fd);
-}
 
 std::vector<int> parse_keys(const std::string& list) {
   std::vector<int> keys;
