@@ -32,8 +32,11 @@ def _checked_int(name, value, low, high, kind):
     return value
 
 
+_INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
+
+
 def _int32(name, value):
-    return _checked_int(name, value, -2**31, 2**31 - 1, "an int32")
+    return _checked_int(name, value, _INT32_MIN, _INT32_MAX, "an int32")
 
 
 def _int64(name, value):
@@ -55,7 +58,7 @@ def _int32_array(name, values, length=None):
     # Fast path (plan() runs every step): plain ints within int32, checked at C speed; anything
     # else goes through the per-element check, which names the offending index.
     if not (all(type(v) is int for v in values) and
-            (not values or (min(values) >= -2**31 and max(values) <= 2**31 - 1))):
+            (not values or (min(values) >= _INT32_MIN and max(values) <= _INT32_MAX))):
         values = [_int32(f"{name}[{i}]", v) for i, v in enumerate(values)]
     if length is not None and len(values) != length:
         raise ValueError(f"{name} has {len(values)} entries: expected {length}")

@@ -71,12 +71,15 @@ MlaWorkspace::Capacity MlaWorkspace::capacity_of(const plan::Plan& plan) {
                   static_cast<int64_t>(plan.merge_records.size()), plan.partial_rows};
 }
 
+bool MlaWorkspace::indexes_fit(const plan::Plan& plan) const {
+  return static_cast<int>(plan.work_indptr.size()) <= max_ctas_ + 1 &&
+         static_cast<int>(plan.merge_indptr.size()) <= max_ctas_ + 1;
+}
+
 bool MlaWorkspace::holds(const Capacity& have, const plan::Plan& plan) const {
   const Capacity need = capacity_of(plan);
   return need.work_items <= have.work_items && need.merge_records <= have.merge_records &&
-         need.partial_rows <= have.partial_rows &&
-         static_cast<int>(plan.work_indptr.size()) <= max_ctas_ + 1 &&
-         static_cast<int>(plan.merge_indptr.size()) <= max_ctas_ + 1;
+         need.partial_rows <= have.partial_rows && indexes_fit(plan);
 }
 
 void MlaWorkspace::reserve(uint64_t bytes) { allocate(capacity_for_bytes(bytes)); }
@@ -119,8 +122,7 @@ void MlaWorkspace::grow_for(const plan::Plan& plan, Growth growth) {
 }
 
 void MlaWorkspace::upload(const plan::Plan& plan, CUstream stream, Growth growth) {
-  if (static_cast<int>(plan.work_indptr.size()) > max_ctas_ + 1 ||
-      static_cast<int>(plan.merge_indptr.size()) > max_ctas_ + 1) {
+  if (!indexes_fit(plan)) {
     throw Error(ErrorCode::kInternal,
                 fmt::format("plan has {} work and {} merge index entries, more than the {} CTAs "
                             "(+1) the device holds",

@@ -57,6 +57,8 @@ class MlaWorkspace {
     size_t plan_end = 0, partial_lse = 0, partial_o = 0, total = 0;
   };
   Layout layout_for(const Capacity& capacity) const;
+  // The index arrays are sized by the device's CTAs, not by capacity: no growth helps them.
+  bool indexes_fit(const plan::Plan& plan) const;
   void allocate(const Capacity& capacity);
   void grow_for(const plan::Plan& plan, Growth growth);
   void write_plan(const plan::Plan& plan);

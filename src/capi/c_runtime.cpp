@@ -44,7 +44,11 @@ int mlajit_driver_available(void) {
     mlajit::capi::clear_last_error();
     return 1;
   }
-  mlajit::capi::set_last_error(mlajit::driver_unavailable_reason());
+  try {
+    mlajit::capi::set_last_error(mlajit::driver_unavailable_reason().c_str());
+  } catch (...) {  // no memory to build the reason: a fixed text, never an exception across the ABI
+    mlajit::capi::set_last_error("the CUDA driver is not available");
+  }
   return 0;
 }
 

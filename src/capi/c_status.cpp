@@ -12,14 +12,6 @@ thread_local std::string last_error;
 
 }  // namespace
 
-void set_last_error(const std::string& message) noexcept {
-  try {
-    last_error = message;
-  } catch (...) {  // no memory for the text: keep a fixed one rather than throw
-    last_error.clear();
-  }
-}
-
 void set_last_error(const char* message) noexcept {
   try {
     last_error = message;
@@ -43,8 +35,9 @@ mlajit_status status_of_current_exception() noexcept {
     return MLAJIT_ERROR_OUT_OF_MEMORY;
   } catch (const std::exception& error) {
     try {  // the concatenation may itself run out of memory: never throw from here
-      set_last_error(std::string("unexpected exception inside mlajit (please report): ") +
-                     error.what());
+      set_last_error(
+          (std::string("unexpected exception inside mlajit (please report): ") + error.what())
+              .c_str());
     } catch (...) {
       set_last_error("unexpected exception inside mlajit (please report)");
     }

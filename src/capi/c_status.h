@@ -9,7 +9,8 @@
 namespace mlajit::capi {
 
 // Records the message of this thread's last call ("" = success).
-void set_last_error(const std::string& message) noexcept;
+// Takes a C string: a std::string argument could throw bad_alloc at the call site, outside
+// any guard. Out of memory for the copy, the message is left empty.
 void set_last_error(const char* message) noexcept;
 void clear_last_error() noexcept;
 const char* last_error_text() noexcept;  // never null
