@@ -5,12 +5,14 @@
 
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "temp_dir.h"
+#include "capi/c_structs.h"
 #include "jit/nvrtc_compiler.h"
 #include "mlajit/kernel_spec.h"
 #include "mlajit/mlajit.h"
@@ -133,6 +135,33 @@ TEST_CASE("a struct_size the library does not know is refused with a message") {
   mlajit_cache_stats stats;
   stats.struct_size = sizeof(stats) * 2;
   CHECK(mlajit_cache_stats_get(&stats) == MLAJIT_ERROR_UNSUPPORTED);
+}
+
+TEST_CASE("a plan-info struct from the 0.1.0 header is filled without its appended fields") {
+  // mlajit_attention_plan_info writes through write_struct with the first layout's size; a
+  // handle needs a GPU, so the write itself is checked here.
+  const size_t first_layout = offsetof(mlajit_plan_info, workspace_bytes);
+  mlajit_plan_info value{};
+  value.grid_ctas = 132;
+  value.workspace_bytes = 7;
+  value.workspace_bytes_needed = 9;
+  mlajit_plan_info old{};
+  old.struct_size = first_layout;
+  old.workspace_bytes = 1234;  // beyond the old caller's struct: must stay as it is
+  mlajit::capi::write_struct(&old, value, "info", first_layout);
+  CHECK(old.grid_ctas == 132);
+  CHECK(old.struct_size == first_layout);
+  CHECK(old.workspace_bytes == 1234);
+  mlajit_plan_info current{};
+  current.struct_size = sizeof(current);
+  mlajit::capi::write_struct(&current, value, "info", first_layout);
+  CHECK(current.workspace_bytes_needed == 9);
+  mlajit_plan_info too_small{};
+  too_small.struct_size = first_layout - 8;
+  CHECK_THROWS_WITH(mlajit::capi::write_struct(&too_small, value, "info", first_layout),
+                    Catch::Contains("info->struct_size=" + std::to_string(first_layout - 8) +
+                                    " is too small: expected " + std::to_string(sizeof(value)) +
+                                    ", or " + std::to_string(first_layout) + " from an older"));
 }
 
 TEST_CASE("an invalid shape is reported before the GPU is touched") {

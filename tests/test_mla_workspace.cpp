@@ -73,3 +73,33 @@ TEST_CASE("a plan with more CTAs than the device holds does not fit any capacity
   const MlaWorkspace h200(kH200Ctas, 512, 2);
   CHECK(h200.holds(h200.capacity_for_bytes(uint64_t{1} << 30), plan));
 }
+
+TEST_CASE("the reservation named for a plan holds it, and is the smallest that does") {
+  const MlaWorkspace workspace(kH200Ctas, 512, 2);
+  struct Batch {
+    int requests, kv_len, cluster_size;
+  };
+  for (const Batch& b : {Batch{128, 16384, 2}, Batch{16, 4096, 2}, Batch{1, 16384, 1},
+                         Batch{64, 1024, 2}}) {
+    const Plan plan = decode_plan(b.requests, b.kv_len, b.cluster_size);
+    const auto need = MlaWorkspace::capacity_of(plan);
+    INFO("B=" << b.requests << " L=" << b.kv_len << ": " << need.work_items << " work items, "
+              << need.merge_records << " merge records, " << need.partial_rows << " rows");
+    const uint64_t reservation = workspace.reservation_for(need);
+    CHECK(workspace.holds(workspace.capacity_for_bytes(reservation), plan));
+    CHECK(reservation >= workspace.bytes_for(need));
+    if (need.partial_rows > 1024) {  // below the floors any reservation holds it
+      CHECK_FALSE(workspace.holds(workspace.capacity_for_bytes(reservation - 512), plan));
+    }
+  }
+}
+
+TEST_CASE("the plan's own size is not enough to reserve for it") {
+  // The growth and refusal messages once told callers to reserve bytes_for(need): the
+  // reservation's fixed shares then left too few partial rows, and the plan was refused again.
+  const MlaWorkspace workspace(kH200Ctas, 512, 2);
+  const Plan plan = decode_plan(128, 16384, 2);
+  const auto need = MlaWorkspace::capacity_of(plan);
+  CHECK_FALSE(workspace.holds(workspace.capacity_for_bytes(workspace.bytes_for(need)), plan));
+  CHECK(workspace.holds(workspace.capacity_for_bytes(workspace.reservation_for(need)), plan));
+}

@@ -87,6 +87,10 @@ struct MlaPlanInfo {
   int tier = 0;              // 1..3
   bool two_launch = false;
   double busiest_to_mean = 0;  // modelled load balance over CTA pairs
+  uint64_t workspace_bytes = 0;         // device workspace allocated now
+  // The smallest MlaOptions::workspace_bytes that holds this plan without growing: plan the
+  // largest batch once to learn what to reserve for CUDA-graph capture.
+  uint64_t workspace_bytes_needed = 0;
 };
 
 class MLAJIT_API BatchMlaAttention {

@@ -143,6 +143,9 @@ typedef struct mlajit_plan_info {
   int32_t tier;       /* 1..3 */
   int32_t two_launch; /* 0/1 */
   double busiest_to_mean;
+  /* Appended in 0.1.1; a struct_size without them (an older header) is still accepted. */
+  uint64_t workspace_bytes;        /* device workspace allocated now */
+  uint64_t workspace_bytes_needed; /* the smallest options.workspace_bytes holding this plan */
 } mlajit_plan_info;
 
 /* Fill a struct with its defaults and struct_size. */

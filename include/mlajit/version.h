@@ -6,9 +6,9 @@
  * Pure C: this header is included by mlajit.h. */
 #define MLAJIT_VERSION_MAJOR 0
 #define MLAJIT_VERSION_MINOR 1
-#define MLAJIT_VERSION_PATCH 0
+#define MLAJIT_VERSION_PATCH 1
 #ifndef MLAJIT_VERSION_STRING
-#define MLAJIT_VERSION_STRING "0.1.0"
+#define MLAJIT_VERSION_STRING "0.1.1"
 #endif
 /* One number to compare: MLAJIT_VERSION_NUMBER >= MLAJIT_MAKE_VERSION(0, 2, 0). */
 #define MLAJIT_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))

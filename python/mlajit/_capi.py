@@ -77,7 +77,8 @@ _check_run_args_layout()
 class PlanInfo(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("cluster_size", c_int32), ("grid_ctas", c_int32),
                 ("work_items", c_int32), ("split_tiles_rows", c_int32), ("tier", c_int32),
-                ("two_launch", c_int32), ("busiest_to_mean", c_double)]
+                ("two_launch", c_int32), ("busiest_to_mean", c_double),
+                ("workspace_bytes", c_uint64), ("workspace_bytes_needed", c_uint64)]
 
 
 class DeviceInfo(ctypes.Structure):

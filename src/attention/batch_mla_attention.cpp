@@ -266,6 +266,8 @@ MlaPlanInfo BatchMlaAttention::plan_info() const {
   info.grid_ctas = plan.cluster_size * plan.grid_y;
   info.work_items = static_cast<int>(plan.work_items.size());
   info.split_tiles_rows = static_cast<int>(plan.partial_rows);
+  info.workspace_bytes = s.workspace->bytes();
+  info.workspace_bytes_needed = s.workspace->reservation_for(MlaWorkspace::capacity_of(plan));
   if (!plan.cta_cost.empty()) {
     const double total = std::accumulate(plan.cta_cost.begin(), plan.cta_cost.end(), 0.0);
     const double busiest = *std::max_element(plan.cta_cost.begin(), plan.cta_cost.end());

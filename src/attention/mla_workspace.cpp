@@ -17,6 +17,11 @@ size_t align_up(size_t value, size_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
+bool covers(const MlaWorkspace::Capacity& have, const MlaWorkspace::Capacity& need) {
+  return need.work_items <= have.work_items && need.merge_records <= have.merge_records &&
+         need.partial_rows <= have.partial_rows;
+}
+
 template <typename T>
 void copy_array(void* base, size_t offset, const std::vector<T>& values) {
   if (!values.empty()) std::memcpy(static_cast<char*>(base) + offset, values.data(), values.size() * sizeof(T));
@@ -77,9 +82,24 @@ bool MlaWorkspace::indexes_fit(const plan::Plan& plan) const {
 }
 
 bool MlaWorkspace::holds(const Capacity& have, const plan::Plan& plan) const {
-  const Capacity need = capacity_of(plan);
-  return need.work_items <= have.work_items && need.merge_records <= have.merge_records &&
-         need.partial_rows <= have.partial_rows && indexes_fit(plan);
+  return covers(have, capacity_of(plan)) && indexes_fit(plan);
+}
+
+uint64_t MlaWorkspace::reservation_for(const Capacity& need) const {
+  const auto enough = [&](uint64_t bytes) { return covers(capacity_for_bytes(bytes), need); };
+  // Less than the plan's own size never covers it, except where the capacities' floors do; a
+  // reservation that small is not worth naming, so the plan's size is the lower end.
+  const uint64_t own = bytes_for(need);
+  uint64_t enough_bytes = own;
+  while (!enough(enough_bytes)) enough_bytes *= 2;
+  // Bisection. capacity_for_bytes grows with the bytes except for dips of a 256-byte alignment
+  // step, so the answer always covers `need` and is the smallest to within such a step.
+  uint64_t too_few = own - 1;
+  while (enough_bytes - too_few > 1) {
+    const uint64_t mid = too_few + (enough_bytes - too_few) / 2;
+    (enough(mid) ? enough_bytes : too_few) = mid;
+  }
+  return enough_bytes;
 }
 
 void MlaWorkspace::reserve(uint64_t bytes) { allocate(capacity_for_bytes(bytes)); }
@@ -103,7 +123,7 @@ void MlaWorkspace::grow_for(const plan::Plan& plan, Growth growth) {
                             bytes_for(need), need.work_items, need.merge_records,
                             need.partial_rows, device_.size(), capacity_.work_items,
                             capacity_.merge_records, capacity_.partial_rows,
-                            bytes_for(need)));
+                            reservation_for(need)));
   }
   // Headroom, so that a batch growing by a little does not move the workspace each time.
   Capacity grown;
@@ -116,7 +136,7 @@ void MlaWorkspace::grow_for(const plan::Plan& plan, Growth growth) {
               "workspace grows from {} to {} bytes: CUDA graphs captured before now hold the "
               "old address and must be captured again (MlaOptions::workspace_bytes of at least "
               "{} avoids this)",
-              device_.size(), bytes_for(grown), bytes_for(need));
+              device_.size(), bytes_for(grown), reservation_for(need));
   }
   allocate(grown);
 }

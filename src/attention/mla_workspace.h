@@ -35,6 +35,10 @@ class MlaWorkspace {
   // Exactly what `plan` uses, and the bytes of a workspace with those capacities.
   static Capacity capacity_of(const plan::Plan& plan);
   uint64_t bytes_for(const Capacity& capacity) const { return layout_for(capacity).total; }
+  // The smallest reservation (MlaOptions::workspace_bytes), at least bytes_for(need), whose
+  // capacities cover `need`. Usually more than bytes_for(need): a reservation is split by fixed
+  // shares, not by one plan's needs.
+  uint64_t reservation_for(const Capacity& need) const;
   // Whether a workspace with capacity `have` can take `plan` without moving.
   bool holds(const Capacity& have, const plan::Plan& plan) const;
 

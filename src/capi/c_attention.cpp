@@ -84,7 +84,9 @@ mlajit_status mlajit_attention_plan_info(const mlajit_attention_t* attention,
     c.tier = cpp.tier;
     c.two_launch = cpp.two_launch ? 1 : 0;
     c.busiest_to_mean = cpp.busiest_to_mean;
-    mlajit::capi::write_struct(info, c, "info");
+    c.workspace_bytes = cpp.workspace_bytes;
+    c.workspace_bytes_needed = cpp.workspace_bytes_needed;
+    mlajit::capi::write_struct(info, c, "info", offsetof(mlajit_plan_info, workspace_bytes));
   });
 }
 

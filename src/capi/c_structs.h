@@ -12,8 +12,9 @@
 
 namespace mlajit::capi {
 
-// `first_layout_size`: sizeof the struct in the first header version that had it. Every
-// struct is still at its first layout, so this is sizeof(T); a field appended later keeps it.
+// `first_layout_size`: sizeof the struct in the first header version that had it, so that
+// programs built against that header keep working. Structs still at their first layout pass
+// sizeof(T); one with appended fields passes the offset of the first of them.
 template <typename T>
 void check_struct_size(const T* value, const char* name, size_t first_layout_size = sizeof(T)) {
   if (value == nullptr) {
@@ -22,9 +23,12 @@ void check_struct_size(const T* value, const char* name, size_t first_layout_siz
   const size_t size = value->struct_size;
   if (size < first_layout_size) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}->struct_size={} is too small: expected {} (set it to sizeof "
+                fmt::format("{}->struct_size={} is too small: expected {}{} (set it to sizeof "
                             "the struct, or fill the struct with its mlajit_*_init() function)",
-                            name, size, sizeof(T)));
+                            name, size, sizeof(T),
+                            first_layout_size < sizeof(T)
+                                ? fmt::format(", or {} from an older mlajit.h", first_layout_size)
+                                : std::string()));
   }
   if (size > sizeof(T)) {
     throw Error(ErrorCode::kUnsupported,
@@ -45,8 +49,9 @@ T read_struct(const T* value, const T& defaults, const char* name) {
 }
 
 template <typename T>
-void write_struct(T* destination, T value, const char* name) {
-  check_struct_size(destination, name);
+void write_struct(T* destination, T value, const char* name,
+                  size_t first_layout_size = sizeof(T)) {
+  check_struct_size(destination, name, first_layout_size);
   const size_t size = destination->struct_size;
   value.struct_size = size;
   std::memcpy(destination, &value, size);

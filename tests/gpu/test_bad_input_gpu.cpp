@@ -104,6 +104,19 @@ TEST_CASE("with the workspace reserved and the grid pinned, a plan needing more 
   require_error([&] { attention.plan(batch_of(16, 4096, large), nullptr); },
                 ErrorCode::kInvalidArgument, "workspace_bytes");
   attention.plan(batch_of(1, 64, small), nullptr);  // the object is still usable
+
+  // What plan_info() says to reserve for the large batch does hold it.
+  MlaOptions growing = options;
+  growing.workspace_bytes = 0;
+  BatchMlaAttention probe(shape, growing);
+  probe.plan(batch_of(16, 4096, large), nullptr);
+  const uint64_t needed = probe.plan_info().workspace_bytes_needed;
+  CHECK(needed > options.workspace_bytes);
+  CHECK(probe.plan_info().workspace_bytes >= needed);  // grown with headroom
+  options.workspace_bytes = needed;
+  BatchMlaAttention reserved(shape, options);
+  reserved.plan(batch_of(16, 4096, large), nullptr);
+  CHECK(reserved.plan_info().workspace_bytes <= needed);
 }
 
 TEST_CASE("a page id out of range is caught in validation mode", "[gpu]") {
