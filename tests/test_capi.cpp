@@ -255,6 +255,18 @@ TEST_CASE("the tile for an arch matches what the C++ API chooses") {
   CHECK(small.tier >= tile.tier);
   CHECK(small.shared_bytes <= tile.shared_bytes);
 
+  // A bare number names the profile's arch; the spec text it gives is still one precompile
+  // accepts (it once ended in "arch=90", which the spec parser refuses).
+  mlajit_tile_info bare;
+  bare.struct_size = sizeof(bare);
+  REQUIRE(mlajit_tile_for_arch("90", &shape, &bare) == MLAJIT_OK);
+  CHECK(std::string(bare.spec_text) == tile.spec_text);
+  CHECK(mlajit::KernelSpec::parse(bare.spec_text).arch == "sm_90");
+  mlajit_tile_info arch_specific;
+  arch_specific.struct_size = sizeof(arch_specific);
+  REQUIRE(mlajit_tile_for_arch("sm_90a", &shape, &arch_specific) == MLAJIT_OK);
+  CHECK(mlajit::KernelSpec::parse(arch_specific.spec_text).arch == "sm_90a");
+
   CHECK(mlajit_tile_for_arch("sm_12", &shape, &tile) == MLAJIT_ERROR_INVALID_ARGUMENT);
   CHECK(last_error().find("sm_12") != std::string::npos);
   CHECK(mlajit_tile_for_arch(nullptr, &shape, &tile) == MLAJIT_ERROR_INVALID_ARGUMENT);

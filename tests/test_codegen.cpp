@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -242,6 +243,27 @@ TEST_CASE("a spec text with tile fields the kernel cannot take is refused naming
   }
 }
 
+TEST_CASE("a DType outside the enum is refused naming the field, for every family") {
+  // DType is an enum class over int: a C++ caller can cast any int to it. Such a spec once
+  // keyed as "q=unknown" (text the parser refuses) and ran the f16 kernel with 2-byte sizes 0.
+  for (const char* family : {"mla_fa2", "grid_barrier_demo"}) {
+    KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+    spec.family = family;
+    spec.q_dtype = spec.kv_dtype = spec.o_dtype = static_cast<DType>(7);
+    INFO(family);
+    try {
+      generate_program(spec);
+      FAIL("accepted");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::kInvalidArgument);
+      CHECK(contains(error.what(), "q_dtype=7"));
+    }
+  }
+  KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  spec.o_dtype = static_cast<DType>(-1);
+  CHECK_THROWS_WITH(generate_program(spec), Catch::Contains("o_dtype=-1"));
+}
+
 TEST_CASE("the demo program ignores dtypes and head dims") {
   KernelSpec spec = demo_spec("sm_90");
   const GeneratedProgram program = generate_program(spec);
@@ -268,6 +290,20 @@ TEST_CASE("kernel sources from MLAJIT_KERNEL_DIR replace the embedded ones") {
     CHECK(contains(edited.request.headers.at("grid_barrier.cuh"), "// edited"));
   }
   CHECK(generate_program(spec).source_hash == embedded.source_hash);
+  {
+    // A directory with a kernel file's name once read as an empty header.
+    KernelDirCopy with_directory;
+    std::filesystem::remove(with_directory.path + "/grid_barrier.cuh");
+    std::filesystem::create_directory(with_directory.path + "/grid_barrier.cuh");
+    ScopedEnv env("MLAJIT_KERNEL_DIR", with_directory.path);
+    try {
+      generate_program(spec);
+      FAIL("a directory named grid_barrier.cuh was read as a kernel file");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::kIoError);
+      CHECK(contains(error.what(), "grid_barrier.cuh is not a regular file"));
+    }
+  }
   {
     ScopedEnv env("MLAJIT_KERNEL_DIR", dir.path + "/does-not-exist");
     try {

@@ -32,7 +32,8 @@ TileChoice tile_for(int ordinal, const MlaShape& shape) {
 TileChoice tile_for_arch(const std::string& arch, const MlaShape& shape) {
   validate_shape(shape);
   const jit::DeviceProfile& profile = jit::device_profile(arch);
-  return choose(shape, arch, profile.smem_per_sm, profile.smem_per_block_optin);
+  return choose(shape, jit::target_arch(arch, profile), profile.smem_per_sm,
+                profile.smem_per_block_optin);
 }
 
 }  // namespace mlajit

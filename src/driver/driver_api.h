@@ -70,8 +70,10 @@ struct Api {
 // Error(kNoDevice) when the driver works but sees no device.
 const Api& api();
 
-// The entry points when libcuda loaded and every symbol resolved, even if cuInit found no
-// device (cuDriverGetVersion needs no cuInit); throws Error(kNoDriver) otherwise.
+// The entry points when libcuda loaded, even if cuInit found no device; throws
+// Error(kNoDriver) otherwise. Without a device only the bootstrap entries are set
+// (cuDriverGetVersion, cuGetErrorName, cuGetErrorString, cuInit): every other one is null, so
+// callers use it for those four and reach the rest through api().
 const Api& loaded_api();
 
 // The table if a previous call already loaded it, else nullptr. Never loads anything: for

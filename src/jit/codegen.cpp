@@ -4,6 +4,7 @@
 #include "jit/codegen.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -42,12 +43,21 @@ constexpr const char* kIntegerTypes =
     "typedef unsigned long long uint64_t;\n";
 
 std::string read_file(const std::string& path) {
+  // A directory named *.cuh opens fine and reads as nothing: it would be hashed into the key
+  // as an empty header and fail in NVRTC with an unrelated message.
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    throw Error(ErrorCode::kIoError, fmt::format("kernel source {} is not a regular file", path));
+  }
   std::ifstream stream(path, std::ios::binary);
   if (!stream.is_open()) {
     throw Error(ErrorCode::kIoError, fmt::format("cannot open kernel source {}", path));
   }
   std::ostringstream contents;
   contents << stream.rdbuf();
+  if (stream.bad()) {
+    throw Error(ErrorCode::kIoError, fmt::format("cannot read kernel source {}", path));
+  }
   return contents.str();
 }
 
@@ -78,6 +88,20 @@ std::string supported_head_dims() {
   std::vector<std::string> pairs;
   for (const auto& dims : kMlaHeadDims) pairs.push_back(fmt::format("{}/{}", dims.ckv, dims.kpe));
   return fmt::format("{}", fmt::join(pairs, ", "));
+}
+
+// A C++ caller can cast any int to a DType; such a spec has no text to key or parse back.
+void check_dtypes(const KernelSpec& spec) {
+  for (const auto& [field, dtype] : {std::pair{"q_dtype", spec.q_dtype},
+                                     std::pair{"kv_dtype", spec.kv_dtype},
+                                     std::pair{"o_dtype", spec.o_dtype}}) {
+    if (dtype_size(dtype) == 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("KernelSpec::{}={} is not a DType: expected kFloat16 (0) or "
+                              "kBFloat16 (1)",
+                              field, static_cast<int>(dtype)));
+    }
+  }
 }
 
 void check_mla_spec(const KernelSpec& spec) {
@@ -158,6 +182,7 @@ GeneratedProgram generate_program(const KernelSpec& spec) {
 
 GeneratedProgram generate_program(const KernelSpec& spec,
                                   const std::map<std::string, std::string>& kernel_files) {
+  check_dtypes(spec);
   GeneratedProgram program;
   std::string family_file;
   if (spec.family == "mla_fa2") {

@@ -17,7 +17,8 @@ struct GeneratedProgram {
   int dynamic_smem_bytes = 0;    // shared storage the kernel needs for this spec
 };
 
-// Throws Error(kUnsupported) for a family or head-dim pair the kernels do not implement.
+// Throws Error(kUnsupported) for a family or head-dim pair the kernels do not implement,
+// Error(kInvalidArgument) for a DType field outside the enum or a tile the kernel cannot take.
 GeneratedProgram generate_program(const KernelSpec& spec);
 
 // The same, from the given kernel files (name -> contents) instead of kernel_sources().
@@ -26,7 +27,8 @@ GeneratedProgram generate_program(const KernelSpec& spec,
 
 // The kernel files programs are built from: every *.cuh in $MLAJIT_KERNEL_DIR when it is set
 // (logged as a warning: the cache keys then follow the files on disk), else the embedded copy.
-// Throws Error(kIoError) when the directory or a file cannot be read.
+// Throws Error(kIoError) when the directory or a file cannot be read, or a *.cuh in it is not
+// a regular file.
 std::map<std::string, std::string> kernel_sources();
 
 }  // namespace mlajit::jit

@@ -25,12 +25,6 @@ bool all_digits(const std::string& text) {
          std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-// The arch string a spec carries: a bare number names the profile's arch ("90" -> "sm_90");
-// anything else is the NVRTC target the user asked for ("sm_90a", "compute_90" for PTX).
-std::string spec_arch(const std::string& requested, const DeviceProfile& profile) {
-  return all_digits(requested) ? profile.arch : requested;
-}
-
 std::vector<const DeviceProfile*> profiles_for(const std::vector<std::string>& archs,
                                                std::vector<std::string>* spec_archs) {
   std::vector<const DeviceProfile*> profiles;
@@ -44,7 +38,7 @@ std::vector<const DeviceProfile*> profiles_for(const std::vector<std::string>& a
   for (const auto& arch : archs) {
     const DeviceProfile& profile = device_profile(arch);  // throws naming the known archs
     profiles.push_back(&profile);
-    spec_archs->push_back(spec_arch(arch, profile));
+    spec_archs->push_back(target_arch(arch, profile));
   }
   return profiles;
 }

@@ -95,6 +95,12 @@ const DeviceProfile& device_profile(const std::string& arch) {
               fmt::format("no device profile for arch '{}'; known archs: {}", arch, known_archs()));
 }
 
+std::string target_arch(const std::string& requested, const DeviceProfile& profile) {
+  const bool bare_number = !requested.empty() &&
+                           requested.find_first_not_of("0123456789") == std::string::npos;
+  return bare_number ? profile.arch : requested;
+}
+
 std::vector<TileConfig> tile_candidates() { return {tile_tier(1), tile_tier(2), tile_tier(3)}; }
 
 TileConfig tile_tier(int tier) {

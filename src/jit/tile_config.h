@@ -21,6 +21,9 @@ struct DeviceProfile {
 const std::vector<DeviceProfile>& device_profiles();  // sm_80, 86, 87, 89, 90, 100, 103, 110, 120, 121
 // Throws Error(kInvalidArgument) listing the known archs. Accepts "sm_90", "sm_90a", "90".
 const DeviceProfile& device_profile(const std::string& arch);
+// The NVRTC target a requested arch names: a bare number ("90") is its profile's arch
+// ("sm_90"); "sm_90a", or "compute_90" for PTX, stays as asked.
+std::string target_arch(const std::string& requested, const DeviceProfile& profile);
 
 // Candidates in order of preference (the reference's three tiers).
 std::vector<TileConfig> tile_candidates();
