@@ -192,11 +192,14 @@ int run_info(const InfoArgs& args) {
   if (args.gpu_count) {
     // A script branches on this number: a broken driver counts as no GPU, said on stderr.
     size_t count = 0;
+    std::string why_none;
     try {
       count = devices().size();
+      if (!driver::driver_available()) why_none = driver::driver_unavailable_reason();
     } catch (const Error& e) {
-      std::fprintf(stderr, "mlajit info: no usable GPU: %s\n", e.what());
+      why_none = e.what();
     }
+    if (!why_none.empty()) std::fprintf(stderr, "mlajit info: no usable GPU: %s\n", why_none.c_str());
     std::printf("%zu\n", count);
     return kExitOk;
   }

@@ -1,6 +1,7 @@
 /* mlajit C ABI: batched Multi-head Latent Attention over a paged, compressed KV cache, for
  * programs in C and for language bindings (Python ctypes, Rust, Go, ...). Pure C99; also
- * compiles as C++. Everything the C++ API (attention.h, runtime.h, device_memory.h) can do.
+ * compiles as C++. What the C++ API (attention.h, runtime.h, device_memory.h) can do, except
+ * listing the shipped read-only cache layers (CacheSummary::read_only_dirs).
  *
  * Rules of the ABI
  * - Every function returns mlajit_status (MLAJIT_OK = 0) unless it cannot fail. No C++
