@@ -309,6 +309,12 @@ TEST_CASE("a valid spec text precompiles into MLAJIT_CACHE_DIR without a GPU, on
   REQUIRE(first.exit_code == 0);
   CHECK(field(first.out, "from_cache") == "0");
   CHECK(field(first.out, "builds") == "1");
+  CHECK(field(first.out, "misses") == "1");
+  CHECK(field(first.out, "disk_hits") == "0");
+  CHECK(field(first.out, "memory_hits") == "1");  // the worker's second precompile
+  CHECK(field(first.out, "build_seconds_positive") == "1");
+  CHECK(field(first.out, "user_dir_writable") == "1");
+  CHECK(field(first.out, "no_jit") == "0");
   CHECK(field(first.out, "user_dir") == cache.path());
   const std::string key = field(first.out, "key");
   REQUIRE(key.size() >= 2);
@@ -320,7 +326,29 @@ TEST_CASE("a valid spec text precompiles into MLAJIT_CACHE_DIR without a GPU, on
   REQUIRE(second.exit_code == 0);
   CHECK(field(second.out, "from_cache") == "1");
   CHECK(field(second.out, "builds") == "0");
+  CHECK(field(second.out, "misses") == "0");
+  CHECK(field(second.out, "disk_hits") == "1");
+  CHECK(field(second.out, "build_seconds_positive") == "0");
   CHECK(field(second.out, "key") == key);
+
+  // A miss with JIT off: a miss that builds nothing, and the no-JIT flag.
+  mlajit::KernelSpec other = mlajit::KernelSpec::parse(spec);
+  other.causal = !other.causal;
+  const ProcessResult refused = run_worker(environment + " MLAJIT_NO_JIT=1", other.text());
+  INFO(refused.out);
+  CHECK(refused.exit_code == 1);
+  CHECK(field(refused.out, "misses") == "1");
+  CHECK(field(refused.out, "builds") == "0");
+  CHECK(field(refused.out, "no_jit") == "1");
+
+  // A damaged entry: counted as bad, rebuilt.
+  const fs::path entry = fs::path(cache.path()) / key.substr(0, 2) / (key + ".cubin");
+  fs::resize_file(entry, fs::file_size(entry) / 2);
+  const ProcessResult repaired = run_worker(environment, spec);
+  INFO(repaired.out);
+  CHECK(repaired.exit_code == 0);
+  CHECK(field(repaired.out, "bad_entries") == "1");
+  CHECK(field(repaired.out, "builds") == "1");
 }
 
 TEST_CASE("a spec for an arch NVRTC cannot target fails to precompile with a message") {

@@ -1023,6 +1023,7 @@ TEST_CASE("entries and lock files get the umask's mode, so other accounts can re
   const mode_t mask = ::umask(022);
   ::umask(mask);
   const mode_t expected = 0666 & ~mask;
+  REQUIRE(expected == 0644);  // tests/test_main.cpp sets umask 022: 0600 would be the bug
   TempDir tmp("mlajit-cache-test");
   DiskCache cache(user_only(tmp.path()));
   const CacheKey key = CacheKey::from_text("file modes");

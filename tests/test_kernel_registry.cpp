@@ -5,11 +5,14 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "temp_dir.h"
 #include "jit/cache_layout.h"
+#include "jit/codegen.h"
 #include "jit/disk_cache.h"
+#include "jit/embedded_kernels.h"
 #include "jit/kernel_registry.h"
 #include "jit/nvrtc_compiler.h"
 #include "mlajit/kernel_spec.h"
@@ -76,5 +79,36 @@ TEST_CASE("compile keys a spec by the program it builds") {
   TempDir dir("mlajit-registry-test");
   KernelRegistry registry(user_only(dir.path()));
   const mlajit::KernelSpec spec = demo_spec();
-  CHECK(registry.compile(spec).key.text == registry.key_for(spec).text);
+  const CompiledKernel embedded = registry.compile(spec);
+  REQUIRE_FALSE(embedded.from_cache);
+  CHECK(embedded.key.text.find(generate_program(spec).source_hash) != std::string::npos);
+  CHECK(registry.memory_hits() == 0);
+  CHECK(registry.compile(spec).from_cache);
+  CHECK(registry.memory_hits() == 1);  // the registry's own memory; the cache was not asked
+  CHECK(registry.cache().stats().memory_hits + registry.cache().stats().disk_hits == 0);
+
+  // An edited kernel file is another program: another key, a fresh compile, never the cubin
+  // built from the embedded source. (One registry serves a spec it has seen from memory, so
+  // edits take effect in the next process: a fresh registry over the same cache here.)
+  TempDir kernels("mlajit-registry-kernels");
+  for (const auto& [name, contents] : embedded_kernel_files()) {
+    std::ofstream(kernels.sub(name), std::ios::binary) << contents;
+  }
+  std::ofstream(kernels.sub("grid_barrier.cuh"), std::ios::binary | std::ios::app)
+      << "\n// edited\n";
+  REQUIRE(setenv("MLAJIT_KERNEL_DIR", kernels.path().c_str(), 1) == 0);
+  const GeneratedProgram edited_program = generate_program(spec);
+  KernelRegistry next_process(user_only(dir.path()));
+  const CompiledKernel edited = next_process.compile(spec);
+  unsetenv("MLAJIT_KERNEL_DIR");
+  CHECK(edited_program.source_hash != generate_program(spec).source_hash);
+  CHECK(edited.key.hex != embedded.key.hex);
+  CHECK(edited.key.text.find(edited_program.source_hash) != std::string::npos);
+  CHECK_FALSE(edited.from_cache);
+  // And back on the embedded source, the first entry serves again, from disk.
+  KernelRegistry third_process(user_only(dir.path()));
+  const CompiledKernel again = third_process.compile(spec);
+  CHECK(again.key.hex == embedded.key.hex);
+  CHECK(again.from_cache);
+  CHECK(third_process.cache().stats().builds == 0);
 }

@@ -5,10 +5,11 @@
 namespace mlajit {
 
 CacheSummary cache_stats() {
-  jit::DiskCache& cache = jit::KernelRegistry::instance().cache();
+  jit::KernelRegistry& registry = jit::KernelRegistry::instance();
+  jit::DiskCache& cache = registry.cache();
   const jit::CacheStats stats = cache.stats();
   CacheSummary summary;
-  summary.memory_hits = stats.memory_hits;
+  summary.memory_hits = stats.memory_hits + registry.memory_hits();
   summary.disk_hits = stats.disk_hits;
   summary.misses = stats.misses;
   summary.builds = stats.builds;

@@ -99,7 +99,10 @@ CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
     // Hot path: a spec seen before in this process needs no codegen, hashing or disk.
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = compiled_.find(spec_text);
-    if (it != compiled_.end()) return it->second;
+    if (it != compiled_.end()) {
+      memory_hits_.fetch_add(1, std::memory_order_relaxed);
+      return it->second;
+    }
   }
   GeneratedProgram program = generate_program(spec);
   CompiledKernel compiled;
@@ -147,7 +150,10 @@ std::shared_ptr<const LoadedKernel> KernelRegistry::load(const KernelSpec& spec,
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = loaded_.find(slot);
-    if (it != loaded_.end()) return it->second;
+    if (it != loaded_.end()) {
+      memory_hits_.fetch_add(1, std::memory_order_relaxed);
+      return it->second;
+    }
   }
   // Compile outside the lock: the cache makes concurrent callers of one key wait for a
   // single build, and callers of other keys must not wait at all.

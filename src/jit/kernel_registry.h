@@ -2,6 +2,7 @@
 // KernelRegistry: KernelSpec -> loaded kernel, once per process per device. Follows the one
 // path of the design: spec -> source (codegen) -> cubin (NVRTC) -> cache (disk) -> module
 // (driver) -> function. Compiling needs no GPU; loading needs the driver.
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,19 +51,25 @@ class KernelRegistry {
   // library ABI version). Needs no GPU and no NVRTC.
   CacheKey key_for(const KernelSpec& spec) const;
 
-  // Cache lookup, else compile and store. No GPU needed.
+  // Cache lookup, else compile and store. No GPU needed. A spec this registry has compiled
+  // before is served from memory without codegen, so edits under MLAJIT_KERNEL_DIR take effect
+  // in the next process.
   CompiledKernel compile(const KernelSpec& spec);
 
   // The kernel loaded on `device` (an ordinal), from memory after the first call.
   std::shared_ptr<const LoadedKernel> load(const KernelSpec& spec, int device);
 
   DiskCache& cache() { return *cache_; }
+  // Calls of compile() and load() served by this registry's own memory, before the cache is
+  // asked (its memory_hits count only what reaches it).
+  uint64_t memory_hits() const { return memory_hits_.load(std::memory_order_relaxed); }
 
  private:
   std::unique_ptr<DiskCache> cache_;
   std::mutex mutex_;
   std::map<std::pair<std::string, int>, std::shared_ptr<const LoadedKernel>> loaded_;
   std::map<std::string, CompiledKernel> compiled_;  // by spec text
+  std::atomic<uint64_t> memory_hits_{0};
 };
 
 // Bumped whenever the cache entry's meaning changes without the kernel source changing.
