@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -272,13 +273,21 @@ TEST_CASE("the tile for an arch matches what the C++ API chooses") {
   CHECK(mlajit_tile_for_arch(nullptr, &shape, &tile) == MLAJIT_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_CASE("the cache statistics are readable without a GPU") {
+TEST_CASE("the cache statistics are readable without a GPU, also through the 0.1.0 layout") {
   mlajit_cache_stats stats;
   stats.struct_size = sizeof(stats);
   REQUIRE(mlajit_cache_stats_get(&stats) == MLAJIT_OK);
   const mlajit::CacheSummary summary = mlajit::cache_stats();
-  CHECK(stats.builds == summary.builds);
   CHECK(std::string(stats.user_dir) == summary.user_dir);
+  // A program built against the 0.1.0 header: read_only_dirs is beyond its struct.
+  mlajit_cache_stats old;
+  std::memset(&old, 0x5a, sizeof(old));
+  old.struct_size = offsetof(mlajit_cache_stats, read_only_dirs);
+  REQUIRE(mlajit_cache_stats_get(&old) == MLAJIT_OK);
+  CHECK(std::string(old.user_dir) == summary.user_dir);
+  CHECK(old.read_only_dirs[0] == 0x5a);  // untouched
+  old.struct_size = offsetof(mlajit_cache_stats, read_only_dirs) - 1;
+  CHECK(mlajit_cache_stats_get(&old) == MLAJIT_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("an invalid spec text fails to precompile with a message naming the field") {
@@ -315,6 +324,7 @@ TEST_CASE("a valid spec text precompiles into MLAJIT_CACHE_DIR without a GPU, on
   CHECK(field(first.out, "build_seconds_positive") == "1");
   CHECK(field(first.out, "user_dir_writable") == "1");
   CHECK(field(first.out, "no_jit") == "0");
+  CHECK(field(first.out, "read_only_dirs").empty());
   CHECK(field(first.out, "user_dir") == cache.path());
   const std::string key = field(first.out, "key");
   REQUIRE(key.size() >= 2);
@@ -340,6 +350,12 @@ TEST_CASE("a valid spec text precompiles into MLAJIT_CACHE_DIR without a GPU, on
   CHECK(field(refused.out, "misses") == "1");
   CHECK(field(refused.out, "builds") == "0");
   CHECK(field(refused.out, "no_jit") == "1");
+
+  // The shipped layers, in their search order.
+  const ProcessResult layered = run_worker(
+      environment + " MLAJIT_CACHE_PATH='" + cache.sub("a") + ":" + cache.sub("b") + "'", spec);
+  INFO(layered.out);
+  CHECK(field(layered.out, "read_only_dirs") == cache.sub("a") + ":" + cache.sub("b"));
 
   // A damaged entry: counted as bad, rebuilt.
   const fs::path entry = fs::path(cache.path()) / key.substr(0, 2) / (key + ".cubin");

@@ -1,7 +1,6 @@
 /* mlajit C ABI: batched Multi-head Latent Attention over a paged, compressed KV cache, for
  * programs in C and for language bindings (Python ctypes, Rust, Go, ...). Pure C99; also
- * compiles as C++. What the C++ API (attention.h, runtime.h, device_memory.h) can do, except
- * listing the shipped read-only cache layers (CacheSummary::read_only_dirs).
+ * compiles as C++. Everything the C++ API (attention.h, runtime.h, device_memory.h) can do.
  *
  * Rules of the ABI
  * - Every function returns mlajit_status (MLAJIT_OK = 0) unless it cannot fail. No C++
@@ -213,6 +212,8 @@ typedef struct mlajit_cache_stats {
   double build_seconds;
   int32_t user_dir_writable, no_jit; /* 0/1 */
   char user_dir[4096];               /* "" = memory only; truncated if longer */
+  /* Appended in 0.1.1; a struct_size without it (an older header) is still accepted. */
+  char read_only_dirs[4096]; /* the shipped layers, ':'-joined as in MLAJIT_CACHE_PATH */
 } mlajit_cache_stats;
 
 typedef struct mlajit_precompile_result {

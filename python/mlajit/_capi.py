@@ -98,7 +98,7 @@ class CacheStats(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("memory_hits", c_uint64), ("disk_hits", c_uint64),
                 ("misses", c_uint64), ("builds", c_uint64), ("bad_entries", c_uint64),
                 ("build_seconds", c_double), ("user_dir_writable", c_int32), ("no_jit", c_int32),
-                ("user_dir", ctypes.c_char * 4096)]
+                ("user_dir", ctypes.c_char * 4096), ("read_only_dirs", ctypes.c_char * 4096)]
 
 
 class PrecompileResult(ctypes.Structure):

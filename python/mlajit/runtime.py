@@ -58,8 +58,10 @@ def tile_for_device(ordinal, **shape):
 def cache_stats():
     stats = _capi.new(_capi.CacheStats)
     _capi.check(_capi.library().mlajit_cache_stats_get(ctypes.byref(stats)))
+    shipped = stats.read_only_dirs.decode()
     return {name: getattr(stats, name) for name, _ in _capi.CacheStats._fields_[1:]} | {
-        "user_dir": stats.user_dir.decode()}
+        "user_dir": stats.user_dir.decode(),
+        "read_only_dirs": shipped.split(":") if shipped else []}
 
 
 def precompile(spec_text):

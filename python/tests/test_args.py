@@ -334,6 +334,16 @@ class ThroughTheLibrary(unittest.TestCase):
         with self.assertRaises(mlajit.MlajitError) as caught:
             mlajit.tile_for_arch("sm_12")
         self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
+        # A bare number names the profile's arch, and the spec text says so.
+        self.assertEqual(mlajit.tile_for_arch("90")["spec_text"], tile["spec_text"])
+
+    def test_cache_stats_name_the_layers(self):
+        library_or_skip(self)
+        stats = mlajit.cache_stats()
+        shipped = [d for d in os.environ.get("MLAJIT_CACHE_PATH", "").split(":") if d]
+        self.assertEqual(stats["read_only_dirs"], shipped)
+        self.assertIsInstance(stats["user_dir"], str)
+        self.assertIn(stats["no_jit"], (0, 1))
 
 
 if __name__ == "__main__":

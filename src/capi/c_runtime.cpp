@@ -96,7 +96,8 @@ mlajit_status mlajit_tile_for_arch(const char* arch, const mlajit_shape* shape,
 
 mlajit_status mlajit_cache_stats_get(mlajit_cache_stats* stats) {
   return guarded([&] {
-    mlajit::capi::check_struct_size(stats, "stats");
+    constexpr size_t first_layout = offsetof(mlajit_cache_stats, read_only_dirs);
+    mlajit::capi::check_struct_size(stats, "stats", first_layout);
     const mlajit::CacheSummary summary = mlajit::cache_stats();
     mlajit_cache_stats c{};
     c.memory_hits = summary.memory_hits;
@@ -108,7 +109,12 @@ mlajit_status mlajit_cache_stats_get(mlajit_cache_stats* stats) {
     c.user_dir_writable = summary.user_dir_writable ? 1 : 0;
     c.no_jit = summary.no_jit ? 1 : 0;
     mlajit::capi::copy_text(c.user_dir, summary.user_dir);
-    mlajit::capi::write_struct(stats, c, "stats");
+    std::string shipped;
+    for (const std::string& dir : summary.read_only_dirs) {
+      shipped += (shipped.empty() ? "" : ":") + dir;
+    }
+    mlajit::capi::copy_text(c.read_only_dirs, shipped);
+    mlajit::capi::write_struct(stats, c, "stats", first_layout);
   });
 }
 

@@ -31,14 +31,15 @@ int main(int argc, char** argv) {
   stats.struct_size = sizeof(stats);
   if (mlajit_cache_stats_get(&stats) == MLAJIT_OK) {
     std::printf("memory_hits=%llu disk_hits=%llu misses=%llu builds=%llu bad_entries=%llu "
-                "build_seconds_positive=%d user_dir_writable=%d no_jit=%d user_dir=%s\n",
+                "build_seconds_positive=%d user_dir_writable=%d no_jit=%d read_only_dirs=%s "
+                "user_dir=%s\n",
                 static_cast<unsigned long long>(stats.memory_hits),
                 static_cast<unsigned long long>(stats.disk_hits),
                 static_cast<unsigned long long>(stats.misses),
                 static_cast<unsigned long long>(stats.builds),
                 static_cast<unsigned long long>(stats.bad_entries),
                 stats.build_seconds > 0 ? 1 : 0, stats.user_dir_writable, stats.no_jit,
-                stats.user_dir);
+                stats.read_only_dirs, stats.user_dir);
   }
   std::printf("message=%s\n", message.c_str());
   return ok ? 0 : 1;
