@@ -37,7 +37,7 @@ std::string driver_unavailable_reason();  // why not, "" when available
 DeviceInfo device_info(int ordinal);      // throws kNoDevice for a bad ordinal
 
 // Makes the device's primary context current on the calling thread (retained once per
-// process per device and never released: objects may free device memory during exit).
+// process per device and never released).
 void set_current_device(int ordinal);
 int current_device();  // ordinal of the current context's device; throws if none
 
