@@ -1,17 +1,14 @@
 #include <catch2/catch.hpp>
 
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "kernel_dir_copy.h"
 #include "jit/codegen.h"
 #include "jit/embedded_kernels.h"
 #include "jit/tile_config.h"
@@ -22,6 +19,8 @@ using mlajit::Error;
 using mlajit::ErrorCode;
 using mlajit::KernelSpec;
 using mlajit::TileConfig;
+using mlajit::test::KernelDirCopy;
+using mlajit::test::ScopedEnv;
 using namespace mlajit::jit;
 
 namespace {
@@ -52,6 +51,19 @@ bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
+// The message generate_program refuses `spec` with, after checking the error code; a spec it
+// accepts fails the test.
+std::string refusal(const KernelSpec& spec, ErrorCode code) {
+  try {
+    generate_program(spec);
+  } catch (const Error& error) {
+    CHECK(error.code() == code);
+    return error.what();
+  }
+  FAIL("generate_program accepted " << spec.text());
+  return "";
+}
+
 bool is_elf(const std::vector<uint8_t>& image) {
   return image.size() > 4 && image[0] == 0x7f && image[1] == 'E' && image[2] == 'L' &&
          image[3] == 'F';
@@ -62,46 +74,6 @@ bool nvrtc_or_warn() {
   WARN("NVRTC is not available, skipping: " << NvrtcCompiler::instance().unavailable_reason());
   return false;
 }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    const char* old = getenv(name);
-    if (old) old_ = old;
-    had_ = old != nullptr;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
-// A temporary directory holding a copy of the embedded kernel files.
-struct KernelDirCopy {
-  std::string path;
-  KernelDirCopy() {
-    char pattern[] = "/tmp/mlajit_kernels_XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path = pattern;
-    for (const auto& [name, contents] : embedded_kernel_files()) write(name, std::string(contents));
-  }
-  void write(const std::string& name, const std::string& contents) const {
-    std::ofstream(path + "/" + name, std::ios::binary) << contents;
-  }
-  ~KernelDirCopy() {
-    for (const auto& [name, contents] : embedded_kernel_files()) {
-      std::remove((path + "/" + name).c_str());
-    }
-    rmdir(path.c_str());
-  }
-};
 
 struct CompileOutcome {
   std::string spec;
@@ -192,32 +164,15 @@ TEST_CASE("the source hash follows every field the kernel source depends on") {
 TEST_CASE("mixed dtypes and unknown head dims or families are unsupported") {
   KernelSpec mixed = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
   mixed.kv_dtype = DType::kFloat16;
-  try {
-    generate_program(mixed);
-    FAIL("mixed dtypes accepted");
-  } catch (const Error& error) {
-    CHECK(error.code() == ErrorCode::kUnsupported);
-    CHECK(contains(error.what(), "kv=f16"));
-  }
+  CHECK(contains(refusal(mixed, ErrorCode::kUnsupported), "kv=f16"));
   KernelSpec odd = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
   odd.head_dim_ckv = 128;
-  try {
-    generate_program(odd);
-    FAIL("ckv=128 accepted");
-  } catch (const Error& error) {
-    CHECK(error.code() == ErrorCode::kUnsupported);
-    CHECK(contains(error.what(), "ckv=128"));
-    CHECK(contains(error.what(), "512/64, 256/32"));
-  }
+  const std::string odd_message = refusal(odd, ErrorCode::kUnsupported);
+  CHECK(contains(odd_message, "ckv=128"));
+  CHECK(contains(odd_message, "512/64, 256/32"));
   KernelSpec unknown;
   unknown.family = "flash_decode";
-  try {
-    generate_program(unknown);
-    FAIL("unknown family accepted");
-  } catch (const Error& error) {
-    CHECK(error.code() == ErrorCode::kUnsupported);
-    CHECK(contains(error.what(), "flash_decode"));
-  }
+  CHECK(contains(refusal(unknown, ErrorCode::kUnsupported), "flash_decode"));
 }
 
 TEST_CASE("a spec text with tile fields the kernel cannot take is refused naming the field") {
@@ -243,13 +198,7 @@ TEST_CASE("a spec text with tile fields the kernel cannot take is refused naming
       text.replace(at, text.find(';', at) - at, value);
     }
     INFO(text);
-    try {
-      generate_program(KernelSpec::parse(text));
-      FAIL("accepted");
-    } catch (const Error& error) {
-      CHECK(error.code() == ErrorCode::kInvalidArgument);
-      CHECK(contains(error.what(), named));
-    }
+    CHECK(contains(refusal(KernelSpec::parse(text), ErrorCode::kInvalidArgument), named));
   }
 }
 
@@ -261,13 +210,7 @@ TEST_CASE("a DType outside the enum is refused naming the field, for every famil
     spec.family = family;
     spec.q_dtype = spec.kv_dtype = spec.o_dtype = static_cast<DType>(7);
     INFO(family);
-    try {
-      generate_program(spec);
-      FAIL("accepted");
-    } catch (const Error& error) {
-      CHECK(error.code() == ErrorCode::kInvalidArgument);
-      CHECK(contains(error.what(), "q_dtype=7"));
-    }
+    CHECK(contains(refusal(spec, ErrorCode::kInvalidArgument), "q_dtype=7"));
   }
   KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
   spec.o_dtype = static_cast<DType>(-1);
@@ -291,7 +234,7 @@ TEST_CASE("kernel sources from MLAJIT_KERNEL_DIR replace the embedded ones") {
   const GeneratedProgram embedded = generate_program(spec);
   KernelDirCopy dir;
   {
-    ScopedEnv env("MLAJIT_KERNEL_DIR", dir.path);
+    ScopedEnv env("MLAJIT_KERNEL_DIR", dir.path());
     CHECK(generate_program(spec).source_hash == embedded.source_hash);  // same bytes
     const std::string original(embedded_kernel_files().at("grid_barrier.cuh"));
     dir.write("grid_barrier.cuh", original + "\n// edited\n");
@@ -303,26 +246,14 @@ TEST_CASE("kernel sources from MLAJIT_KERNEL_DIR replace the embedded ones") {
   {
     // A directory with a kernel file's name once read as an empty header.
     KernelDirCopy with_directory;
-    std::filesystem::remove(with_directory.path + "/grid_barrier.cuh");
-    std::filesystem::create_directory(with_directory.path + "/grid_barrier.cuh");
-    ScopedEnv env("MLAJIT_KERNEL_DIR", with_directory.path);
-    try {
-      generate_program(spec);
-      FAIL("a directory named grid_barrier.cuh was read as a kernel file");
-    } catch (const Error& error) {
-      CHECK(error.code() == ErrorCode::kIoError);
-      CHECK(contains(error.what(), "grid_barrier.cuh is not a regular file"));
-    }
+    std::filesystem::remove(with_directory.sub("grid_barrier.cuh"));
+    std::filesystem::create_directory(with_directory.sub("grid_barrier.cuh"));
+    ScopedEnv env("MLAJIT_KERNEL_DIR", with_directory.path());
+    CHECK(contains(refusal(spec, ErrorCode::kIoError), "grid_barrier.cuh is not a regular file"));
   }
   {
-    ScopedEnv env("MLAJIT_KERNEL_DIR", dir.path + "/does-not-exist");
-    try {
-      generate_program(spec);
-      FAIL("a missing kernel dir was accepted");
-    } catch (const Error& error) {
-      CHECK(error.code() == ErrorCode::kIoError);
-      CHECK(contains(error.what(), "does-not-exist"));
-    }
+    ScopedEnv env("MLAJIT_KERNEL_DIR", dir.sub("does-not-exist"));
+    CHECK(contains(refusal(spec, ErrorCode::kIoError), "does-not-exist"));
   }
 }
 

@@ -2,12 +2,10 @@
 // recomputes, and that a spec is keyed by the very program it builds.
 #include <catch2/catch.hpp>
 
-#include <stdlib.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 
+#include "kernel_dir_copy.h"
 #include "temp_dir.h"
 #include "jit/cache_layout.h"
 #include "jit/codegen.h"
@@ -20,6 +18,8 @@
 namespace fs = std::filesystem;
 using namespace mlajit::jit;
 
+using mlajit::test::KernelDirCopy;
+using mlajit::test::ScopedEnv;
 using mlajit::test::TempDir;
 
 namespace {
@@ -90,17 +90,17 @@ TEST_CASE("compile keys a spec by the program it builds") {
   // An edited kernel file is another program: another key, a fresh compile, never the cubin
   // built from the embedded source. (One registry serves a spec it has seen from memory, so
   // edits take effect in the next process: a fresh registry over the same cache here.)
-  TempDir kernels("mlajit-registry-kernels");
-  for (const auto& [name, contents] : embedded_kernel_files()) {
-    std::ofstream(kernels.sub(name), std::ios::binary) << contents;
+  KernelDirCopy kernels;
+  kernels.write("grid_barrier.cuh",
+                std::string(embedded_kernel_files().at("grid_barrier.cuh")) + "\n// edited\n");
+  GeneratedProgram edited_program;
+  CompiledKernel edited;
+  {
+    ScopedEnv env("MLAJIT_KERNEL_DIR", kernels.path());
+    edited_program = generate_program(spec);
+    KernelRegistry next_process(user_only(dir.path()));
+    edited = next_process.compile(spec);
   }
-  std::ofstream(kernels.sub("grid_barrier.cuh"), std::ios::binary | std::ios::app)
-      << "\n// edited\n";
-  REQUIRE(setenv("MLAJIT_KERNEL_DIR", kernels.path().c_str(), 1) == 0);
-  const GeneratedProgram edited_program = generate_program(spec);
-  KernelRegistry next_process(user_only(dir.path()));
-  const CompiledKernel edited = next_process.compile(spec);
-  unsetenv("MLAJIT_KERNEL_DIR");
   CHECK(edited_program.source_hash != generate_program(spec).source_hash);
   CHECK(edited.key.hex != embedded.key.hex);
   CHECK(edited.key.text.find(edited_program.source_hash) != std::string::npos);
