@@ -109,11 +109,8 @@ mlajit_status mlajit_cache_stats_get(mlajit_cache_stats* stats) {
     c.user_dir_writable = summary.user_dir_writable ? 1 : 0;
     c.no_jit = summary.no_jit ? 1 : 0;
     mlajit::capi::copy_text(c.user_dir, summary.user_dir);
-    std::string shipped;
-    for (const std::string& dir : summary.read_only_dirs) {
-      shipped += (shipped.empty() ? "" : ":") + dir;
-    }
-    mlajit::capi::copy_text(c.read_only_dirs, shipped);
+    mlajit::capi::copy_text(c.read_only_dirs,
+                            fmt::format("{}", fmt::join(summary.read_only_dirs, ":")));
     mlajit::capi::write_struct(stats, c, "stats", first_layout);
   });
 }
