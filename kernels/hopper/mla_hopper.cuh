@@ -1,15 +1,20 @@
-// The MLA paged-attention kernel of the `hopper` family (sm_90a): wgmma from shared memory.
+// The MLA paged-attention kernel of the `hopper` family (sm_90a): wgmma from shared memory,
+// KV tiles brought in by TMA (or a cp.async gather for pages that do not hold whole tiles),
+// two warpgroups with different roles.
 //
-// One CTA of 256 threads = two warpgroups; a CTA owns 64 packed query rows (row = token *
-// num_heads + head) by 576 dims, the wgmma M. KV arrives in blocks of 64 tokens, taken in pairs:
-// warpgroup g computes the scores of block 2k + g against all of Q (S = Q K^T, 64 x 64, K = 576,
-// so Q is read from shared memory once per block), the two exchange row maxima so that both
-// share one running max, and each warpgroup then accumulates its half of the 512 output columns
-// from both blocks: its own P from registers, the other warpgroup's P from shared memory (stored
-// in the kpe region of that block's buffer, free once its scores are done). V is the ckv part of
-// the KV block, read transposed (MN-major) from the same bytes.
-// The host contract (work items, merge records, phases) is mla_params.cuh, as for the portable
-// family: the planner, workspace and merge are shared.
+// A CTA owns 64 packed query rows (row = token * num_heads + head) by 576 dims: the wgmma M.
+// KV arrives in tiles of 64 tokens through a ring of two stages. Per tile:
+//  - the softmax warpgroup (1) computes S = Q K^T over all 576 dims (Q is read from shared
+//    memory once per tile), the online softmax, and its half of O (columns 256-511) from P in
+//    registers; it publishes P (in the tile's kpe region, free once S is done) and the rescale
+//    factor of the tile;
+//  - the loader warpgroup (0) refills the stage of tile i + 2 as soon as tile i is done, and
+//    accumulates its half of O (columns 0-255) from the published P.
+// While the loader works on tile i, the softmax warpgroup is already on tile i + 1, so the
+// tensor cores see one warpgroup's P V next to the other's Q K^T. Named barriers hand the
+// rescale factor and the stage over, each used once per tile in both directions (a warpgroup
+// can never run two arrivals ahead). The host contract (work items, merge records, phases) is
+// mla_params.cuh, as for the portable family: the planner, workspace and merge are shared.
 #pragma once
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
@@ -18,9 +23,24 @@
 #include "common/ptx_dtype.cuh"
 #include "common/ptx_math.cuh"
 #include "common/ptx_mma.cuh"
+#include "hopper/tma.cuh"
 #include "hopper/wgmma.cuh"
 
 namespace mlajit_kernel {
+
+// A CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned.
+struct alignas(64) TensorMapBytes {
+  uint64_t opaque[16];
+};
+
+// The second kernel parameter: tensor maps of the paged cache as [page][token][column], used
+// when every KV tile lies inside one page (page_size a multiple of 64 and tiles starting on
+// multiples of 64, which the planner guarantees); otherwise the tiles are gathered.
+struct HopperTma {
+  TensorMapBytes ckv;  // box 64 columns x 64 tokens x 1 page, 128-byte swizzle
+  TensorMapBytes kpe;
+  int32_t enabled;
+};
 
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
           bool CAUSAL>
@@ -32,34 +52,39 @@ struct HopperConfig {
   static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
   static constexpr bool kCausal = CAUSAL;
 
-  static constexpr int kThreads = 256;  // two warpgroups
+  static constexpr int kThreads = 256;  // the loader and the softmax warpgroup
+  static constexpr int kGroupThreads = 128;
   static constexpr int kRows = 64;      // packed query rows per CTA: the wgmma M
-  static constexpr int kBlock = 64;     // KV tokens per block: N of Q K^T, K of P V
+  static constexpr int kTile = 64;      // KV tokens per tile: N of Q K^T, K of P V
+  static constexpr int kStages = 2;
   static constexpr int kDim = HEAD_DIM_CKV + HEAD_DIM_KPE;
   static constexpr int kRegions = kDim / 64;            // 128-byte column regions of a row
   static constexpr int kKpeRegion = HEAD_DIM_CKV / 64;  // holds kpe, then P
   static constexpr int kOutCols = HEAD_DIM_CKV / 2;     // output columns of a warpgroup
+  static constexpr int kOutRegions = kOutCols / 64;
   static constexpr int kQkSteps = kDim / 16;
-  static constexpr int kPvSteps = kBlock / 16;
-  static constexpr int kChunksPerRow = kDim / 8;  // 16-byte chunks
+  static constexpr int kPvSteps = kTile / 16;
 
   static_assert(sizeof(QType) == 2 && sizeof(KVType) == 2 && sizeof(OType) == 2,
                 "the hopper kernel takes 16-bit Q, KV and O");
-  static_assert(sizeof(QType) == sizeof(KVType) && Dtype16<QType>::kIsBf16 == Dtype16<KVType>::kIsBf16,
+  static_assert(Dtype16<QType>::kIsBf16 == Dtype16<KVType>::kIsBf16,
                 "wgmma multiplies Q and KV of one type");
   static_assert(HEAD_DIM_KPE == 64, "the kpe part fills one 128-byte region (64 dims)");
   static_assert(HEAD_DIM_CKV % 128 == 0 && kOutCols <= 256,
                 "each warpgroup's output half is whole regions and one wgmma N (<= 256)");
 
   using Tile = Sw128Tile<kRows>;
-  static constexpr int kTileBytes = kRegions * Tile::kRegionBytes;  // Q, or one KV block
-  // Q, two KV blocks, then the row exchange (max, sum) of both warpgroups, from a base rounded
-  // up to 1 KiB (the swizzle atom: the hardware swizzles by address bits), hence the slack.
+  static constexpr int kTileBytes = kRegions * Tile::kRegionBytes;  // Q, or one KV stage
+  // Q, the KV stages, the rescale factors of the current tile, the final row sums, the
+  // stage barriers; from a base rounded up to 1 KiB (the swizzle atom: the hardware swizzles
+  // by address bits), hence the slack.
   static constexpr int kQOffset = 0;
   static constexpr int kKvOffset = kTileBytes;
-  static constexpr int kExchangeOffset = 3 * kTileBytes;
+  static constexpr int kAlphaOffset = (1 + kStages) * kTileBytes;
+  static constexpr int kRowSumOffset = kAlphaOffset + kRows * 4;
+  static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
-  static constexpr int kSmemBytes = kExchangeOffset + 2 * 2 * kRows * 4 + kAlignSlack;
+  static constexpr int kSmemBytes = kBarrierOffset + kStages * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
                 "the host computed a different shared-memory size for this configuration");
@@ -69,42 +94,55 @@ struct HopperConfig {
 #endif
 };
 
-// Shared-memory addresses (32-bit shared window) of the regions of the storage.
+// Named barriers (0 is __syncthreads): cross-warpgroup hand-overs of 256 threads, and one
+// private barrier per warpgroup.
+enum HopperBarrier : uint32_t {
+  kScoresReady = 1,  // softmax -> loader: P and the rescale factor of tile i are published
+  kAlphaTaken = 2,   // loader -> softmax: the rescale factor slot may be overwritten
+  kStageFree = 3,    // softmax -> loader: done reading tile i's stage
+  kLoaderOnly = 4,
+  kSoftmaxOnly = 5,
+};
+
+// Shared-memory addresses (32-bit shared window) of the storage.
 template <typename C>
 struct HopperSmem {
-  uint32_t q, kv0;
-  float* row_max;  // [2][kRows]: each warpgroup's block row maxima
-  float* row_sum;  // [2][kRows]
+  uint32_t q, kv0, full0;
+  float* alpha;    // [kRows]: rescale factor of the current tile's rows
+  float* row_sum;  // [kRows]: final row sums
 
   __device__ __forceinline__ static HopperSmem make(unsigned char* dynamic_smem) {
     unsigned char* base = dynamic_smem + ((1024u - (smem_address(dynamic_smem) & 1023u)) & 1023u);
     HopperSmem s;
     s.q = smem_address(base + C::kQOffset);
     s.kv0 = smem_address(base + C::kKvOffset);
-    s.row_max = reinterpret_cast<float*>(base + C::kExchangeOffset);
-    s.row_sum = s.row_max + 2 * C::kRows;
+    s.full0 = smem_address(base + C::kBarrierOffset);
+    s.alpha = reinterpret_cast<float*>(base + C::kAlphaOffset);
+    s.row_sum = reinterpret_cast<float*>(base + C::kRowSumOffset);
     return s;
   }
-  __device__ __forceinline__ uint32_t kv(int buffer) const { return kv0 + buffer * C::kTileBytes; }
-  // P of the block in `buffer`, in the block's kpe region (a 64 x 64 K-major tile).
-  __device__ __forceinline__ uint32_t p(int buffer) const {
-    return kv(buffer) + C::kKpeRegion * C::Tile::kRegionBytes;
+  __device__ __forceinline__ uint32_t kv(int stage) const { return kv0 + stage * C::kTileBytes; }
+  // P of the tile in `stage`, in its kpe region (a 64 x 64 K-major tile).
+  __device__ __forceinline__ uint32_t p(int stage) const {
+    return kv(stage) + C::kKpeRegion * C::Tile::kRegionBytes;
   }
+  __device__ __forceinline__ uint32_t full(int stage) const { return full0 + stage * 8; }
 };
 
-// This thread's place: warpgroup, and within it warp and lane. Accumulator rows (of S and O)
-// are 16 warp + lane / 4 and that + 8.
+// This thread's place: warpgroup (0 loader, 1 softmax), its index there, warp and lane.
+// Accumulator rows (of S and O) are 16 warp + lane / 4 and that + 8.
 struct HopperRole {
-  int tid, group, warp, lane;
+  int group, index, warp, lane;
 
   __device__ __forceinline__ static HopperRole make() {
     HopperRole r;
-    r.tid = threadIdx.x;
-    r.group = r.tid >> 7;
-    r.warp = (r.tid >> 5) & 3;
-    r.lane = r.tid & 31;
+    r.group = threadIdx.x >> 7;
+    r.index = threadIdx.x & 127;
+    r.warp = r.index >> 5;
+    r.lane = r.index & 31;
     return r;
   }
+  __device__ __forceinline__ bool softmax() const { return group == 1; }
   __device__ __forceinline__ int row(int j) const { return 16 * warp + lane / 4 + 8 * j; }
   __device__ __forceinline__ int col(int n8) const { return 8 * n8 + 2 * (lane % 4); }
 };
@@ -116,7 +154,7 @@ struct HopperTile {
   int32_t rows;          // valid local rows
   int32_t kv_start;      // first token of the chunk
   int32_t kv_stop;       // one past the last token any row of the tile sees
-  int32_t num_blocks;    // KV blocks in [kv_start, kv_stop)
+  int32_t num_tiles;     // KV tiles in [kv_start, kv_stop)
   int32_t unmasked_end;  // tokens below this are visible to every row
   int32_t partial_row;
   int32_t row_limit[2];  // this thread's accumulator rows see tokens < row_limit[j]
@@ -140,7 +178,7 @@ __device__ __forceinline__ HopperTile make_hopper_tile(const MlaParams& p, const
   const int32_t last_token = (t.row0 + max(t.rows, 1) - 1) / heads;
   t.kv_stop = C::kCausal ? min(item.kv_end, shift + last_token) : item.kv_end;
   t.unmasked_end = C::kCausal ? min(item.kv_end, shift + t.row0 / heads) : item.kv_end;
-  t.num_blocks = t.kv_stop > t.kv_start ? (t.kv_stop - t.kv_start + C::kBlock - 1) / C::kBlock : 0;
+  t.num_tiles = t.kv_stop > t.kv_start ? (t.kv_stop - t.kv_start + C::kTile - 1) / C::kTile : 0;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int32_t token = (t.row0 + role.row(j)) / heads;
@@ -149,16 +187,27 @@ __device__ __forceinline__ HopperTile make_hopper_tile(const MlaParams& p, const
   return t;
 }
 
+// Where a tile sits in the CTA's sequence of tiles: its stage and the parity of that stage's
+// barrier phase (the ring keeps turning across work items).
+struct StageSlot {
+  int stage;
+  uint32_t parity;
+  __device__ __forceinline__ static StageSlot of(uint32_t sequence) {
+    return StageSlot{static_cast<int>(sequence & 1u), (sequence >> 1) & 1u};
+  }
+};
+
 // ---------------------------------------------------------------------------------------
-// Stage: load_q. The tile's 64 packed rows of q_nope and q_pe into the Q tile; rows past the
-// request's end are zero-filled. Eight threads cover one row's 128-byte region slice.
+// Stage: load_q (softmax warpgroup). The tile's 64 packed rows of q_nope and q_pe into the Q
+// tile; rows past the request's end are zero-filled. Eight threads cover a row's 128 bytes
+// of one region.
 template <typename C>
 __device__ __forceinline__ void load_q(const MlaParams& p, const HopperSmem<C>& sm,
                                        const HopperTile& t, const HopperRole& role) {
   using QType = typename C::QType;
-  const int lane8 = role.tid % 8;
+  const int lane8 = role.index % 8;
 #pragma unroll 1
-  for (int row = role.tid / 8; row < C::kRows; row += C::kThreads / 8) {
+  for (int row = role.index / 8; row < C::kRows; row += C::kGroupThreads / 8) {
     const bool valid = row < t.rows;
     const int32_t packed = t.row0 + (valid ? row : 0);
     const int64_t token = t.q_token_base + packed / p.num_heads;
@@ -173,30 +222,69 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const HopperSmem<C>& 
       cp_async_16(sm.q + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, valid);
     }
   }
+  cp_async_commit();
 }
 
-// Stage: load_kv. KV block `block` of the chunk (tokens kv_start + 64 block ..) into `buffer`:
-// token t of the request is slot t % page_size of page kv_indices[kv_page_base + t / page_size].
-// Tokens at or past kv_stop are zero-filled, so that masked scores meet zero values, never
-// stale ones that could make 0 * x a NaN.
+// Stage: load_kv (loader warpgroup), TMA: one thread copies the tile as kRegions boxes of
+// 64 columns x 64 tokens of one page; the stage barrier completes on their bytes.
 template <typename C>
-__device__ __forceinline__ void load_kv(const MlaParams& p, const HopperSmem<C>& sm,
-                                        const HopperTile& t, const HopperRole& role, int block,
-                                        int buffer) {
-  using KVType = typename C::KVType;
-  const int lane8 = role.tid % 8;
-  const uint32_t dst = sm.kv(buffer);
+__device__ __forceinline__ void load_kv_tma(const MlaParams& p, const HopperTma& tma,
+                                            const HopperSmem<C>& sm, const HopperTile& t,
+                                            const HopperRole& role, int tile, int stage) {
+  if (role.index != 0) return;
+  const int32_t token = t.kv_start + tile * C::kTile;
+  const int32_t page = p.kv_indices[t.kv_page_base + token / p.page_size];
+  const int32_t slot = token % p.page_size;
+  const uint32_t dst = sm.kv(stage), barrier = sm.full(stage);
+  const uint64_t policy = l2_evict_first_policy();
+  mbarrier_arrive_expect_tx(barrier, C::kTileBytes);
 #pragma unroll
-  for (int pass = 0; pass < C::kBlock / (C::kThreads / 8); ++pass) {
-    const int row = role.tid / 8 + pass * (C::kThreads / 8);
-    const int32_t token = t.kv_start + block * C::kBlock + row;
-    const bool valid = token < t.kv_stop;
-    int64_t page = 0;
-    int32_t slot = 0;
-    if (valid) {
-      page = p.kv_indices[t.kv_page_base + token / p.page_size];
-      slot = token % p.page_size;
+  for (int region = 0; region < C::kKpeRegion; ++region) {
+    tma_load_3d(dst + region * C::Tile::kRegionBytes, &tma.ckv, region * 64, slot, page, barrier,
+                policy);
+  }
+  tma_load_3d(dst + C::kKpeRegion * C::Tile::kRegionBytes, &tma.kpe, 0, slot, page, barrier,
+              policy);
+}
+
+// Page ids of the rows a loader thread gathers in one tile, fetched a tile ahead: with small
+// pages every row may need its own id, and waiting for each before its copies would put a
+// global-memory round trip in front of every tile. -1 marks rows at or past kv_stop.
+template <typename C>
+struct GatherPages {
+  static constexpr int kPasses = C::kTile / (C::kGroupThreads / 8);
+  int32_t page[kPasses];
+
+  __device__ __forceinline__ static GatherPages fetch(const MlaParams& p, const HopperTile& t,
+                                                      const HopperRole& role, int tile) {
+    GatherPages g;
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const int32_t token = t.kv_start + tile * C::kTile + role.index / 8 + pass * (C::kGroupThreads / 8);
+      g.page[pass] = token < t.kv_stop ? p.kv_indices[t.kv_page_base + token / p.page_size] : -1;
     }
+    return g;
+  }
+};
+
+// Stage: load_kv (loader warpgroup), gather: token t of the request is slot t % page_size of
+// page kv_indices[kv_page_base + t / page_size]; eight threads copy a row's 128 bytes of one
+// region. Rows at or past kv_stop are zero-filled, so that masked scores meet zeros, never
+// stale values that could make 0 * x a NaN. The stage barrier completes when every thread's
+// copies have landed.
+template <typename C>
+__device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperSmem<C>& sm,
+                                               const HopperTile& t, const HopperRole& role,
+                                               const GatherPages<C>& pages, int tile, int stage) {
+  using KVType = typename C::KVType;
+  const int lane8 = role.index % 8;
+  const uint32_t dst = sm.kv(stage);
+#pragma unroll
+  for (int pass = 0; pass < GatherPages<C>::kPasses; ++pass) {
+    const int row = role.index / 8 + pass * (C::kGroupThreads / 8);
+    const bool valid = pages.page[pass] >= 0;
+    const int64_t page = valid ? pages.page[pass] : 0;
+    const int32_t slot = valid ? (t.kv_start + tile * C::kTile + row) % p.page_size : 0;
     const KVType* ckv = static_cast<const KVType*>(p.ckv) + page * p.ckv_stride_page +
                         slot * p.ckv_stride_token;
     const KVType* kpe = static_cast<const KVType*>(p.kpe) + page * p.kpe_stride_page +
@@ -207,31 +295,81 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const HopperSmem<C>&
       cp_async_16(dst + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, valid);
     }
   }
+  cp_async_mbarrier_arrive(sm.full(stage));
 }
 
-// Loads the pair of blocks starting at `first` into buffers 0 and 1. A block past the chunk's
-// end arrives as zeros (every token is at or past kv_stop), so the pair's stages run the same
-// for both warpgroups: wgmma behind a data-dependent branch is serialized by ptxas.
+// Copies tile `tile` into `stage` and, when gathering, fetches the page ids of the tile after
+// it (the next one this warpgroup copies).
 template <typename C>
-__device__ __forceinline__ void load_pair(const MlaParams& p, const HopperSmem<C>& sm,
-                                          const HopperTile& t, const HopperRole& role, int first) {
-  load_kv<C>(p, sm, t, role, first, 0);
-  load_kv<C>(p, sm, t, role, first + 1, 1);
-  cp_async_commit();
+__device__ __forceinline__ void load_kv(const MlaParams& p, const HopperTma& tma,
+                                        const HopperSmem<C>& sm, const HopperTile& t,
+                                        const HopperRole& role, GatherPages<C>& pages, int tile,
+                                        int stage) {
+  if (tma.enabled) {
+    load_kv_tma<C>(p, tma, sm, t, role, tile, stage);
+  } else {
+    load_kv_gather<C>(p, sm, t, role, pages, tile, stage);
+    pages = GatherPages<C>::fetch(p, t, role, tile + 1);
+  }
+}
+
+// TMA copies whole boxes: rows of a tile's last page past kv_stop hold whatever the cache
+// holds there (other tokens, or garbage that may be NaN). Their scores are masked, but P V
+// would still multiply 0 by them: this warpgroup zeroes those rows of the V regions it reads.
+template <typename C>
+__device__ __forceinline__ void clear_tail_rows(const HopperSmem<C>& sm, const HopperTile& t,
+                                                const HopperRole& role, int tile, int stage,
+                                                uint32_t barrier) {
+  const int32_t valid = t.kv_stop - (t.kv_start + tile * C::kTile);
+  if (valid >= C::kTile) return;
+  const int region0 = role.group * C::kOutRegions;
+  const int lane8 = role.index % 8;
+  for (int row = max(valid, 0) + role.index / 8; row < C::kTile; row += C::kGroupThreads / 8) {
+#pragma unroll
+    for (int r = 0; r < C::kOutRegions; ++r) {
+      const uint32_t address = sm.kv(stage) + C::Tile::chunk_offset(region0 + r, row, lane8);
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(address), "r"(0u) : "memory");
+    }
+  }
+  fence_proxy_async_shared();
+  named_barrier_sync(barrier, C::kGroupThreads);
 }
 
 // ---------------------------------------------------------------------------------------
-// Online-softmax state of this thread: its accumulator rows' running max (raw scores) and
-// partial row sums, and its share of the warpgroup's 64 x kOutCols output.
+// Stage: compute_qk (softmax warpgroup). s = Q . K^T of the tile in `stage`: 64 rows x 64
+// tokens over all dims. Issued only: the caller waits.
 template <typename C>
-struct HopperState {
-  float o[C::kOutCols / 2];
+__device__ __forceinline__ void issue_qk(float (&s)[32], const HopperSmem<C>& sm, int stage) {
+  const uint32_t k = sm.kv(stage);
+  wgmma_fence();
+#pragma unroll
+  for (int step = 0; step < C::kQkSteps; ++step) {
+    wgmma_ss<typename C::QType, 64, 0>(s, k_major_descriptor<C::kRows>(sm.q, 0, step),
+                                       k_major_descriptor<C::kRows>(k, 0, step), step > 0);
+  }
+  wgmma_commit();
+}
+
+// Scores of tokens a row may not see (past the chunk, or in its causal future) become -inf.
+template <typename C>
+__device__ __forceinline__ void mask_scores(float (&s)[32], const HopperTile& t, int tile,
+                                            const HopperRole& role) {
+  const int32_t tile_start = t.kv_start + tile * C::kTile;
+#pragma unroll
+  for (int n8 = 0; n8 < 8; ++n8)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int32_t token = tile_start + role.col(n8) + (e & 1);
+      if (token >= t.row_limit[e >> 1]) s[4 * n8 + e] = neg_inf();
+    }
+}
+
+// Online-softmax state of a softmax-warpgroup thread: its rows' running max (raw scores)
+// and partial row sums.
+struct SoftmaxRows {
   float m[2];
   float l[2];
-
   __device__ __forceinline__ void init() {
-#pragma unroll
-    for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       m[j] = neg_inf();
@@ -240,76 +378,24 @@ struct HopperState {
   }
 };
 
-// Stage: compute_qk. s = Q . K^T of the block in `buffer`: 64 rows x 64 tokens over all dims.
-template <typename C>
-__device__ __forceinline__ void compute_qk(float (&s)[32], const HopperSmem<C>& sm, int buffer) {
-  const uint32_t k = sm.kv(buffer);
-  wgmma_fence();
-#pragma unroll
-  for (int step = 0; step < C::kQkSteps; ++step) {
-    wgmma_ss<typename C::QType, 64, 0>(s, k_major_descriptor<C::kRows>(sm.q, 0, step),
-                                       k_major_descriptor<C::kRows>(k, 0, step), step > 0);
-  }
-  wgmma_commit();
-  wgmma_wait<0>();
-  fence_registers(s);
-}
-
-// Scores of tokens a row may not see (past the chunk, or in its causal future) become -inf.
-template <typename C>
-__device__ __forceinline__ void mask_scores(float (&s)[32], const HopperTile& t, int block,
-                                            const HopperRole& role) {
-  const int32_t block_start = t.kv_start + block * C::kBlock;
-#pragma unroll
-  for (int n8 = 0; n8 < 8; ++n8)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int32_t token = block_start + role.col(n8) + (e & 1);
-      if (token >= t.row_limit[e >> 1]) s[4 * n8 + e] = neg_inf();
-    }
-}
-
-// Stage: share_row_max. Each warpgroup publishes its block's row maxima; both then take the
-// new running max over the old one and both blocks, so that one scale serves both halves of O.
-template <typename C>
-__device__ __forceinline__ void share_row_max(const float (&s)[32], float (&m_new)[2],
-                                              const HopperState<C>& st, const HopperSmem<C>& sm,
-                                              const HopperRole& role) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    float mx = neg_inf();
-#pragma unroll
-    for (int n8 = 0; n8 < 8; ++n8) mx = fmaxf(mx, fmaxf(s[4 * n8 + 2 * j], s[4 * n8 + 2 * j + 1]));
-    mx = quad_max(mx);
-    if (role.lane % 4 == 0) sm.row_max[role.group * C::kRows + role.row(j)] = mx;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int row = role.row(j);
-    m_new[j] = fmaxf(st.m[j], fmaxf(sm.row_max[row], sm.row_max[C::kRows + row]));
-  }
-}
-
-// Stage: update_softmax_state. s becomes the unnormalised probabilities 2^(s c - m c) packed
-// as the A operand of P V (one m64k16 fragment per 16 tokens); O and the row sums are
-// rescaled to the new max.
+// Stage: update_softmax_state. New row maxima, the rescale factor of each row, and s turned
+// into the unnormalised probabilities 2^(s c - m c), packed as the A operand of P V (one m64k16
+// fragment per 16 tokens).
 template <typename C>
 __device__ __forceinline__ void update_softmax_state(float (&s)[32], uint32_t (&p)[4][4],
-                                                     HopperState<C>& st, const float (&m_new)[2],
+                                                     float (&alpha)[2], SoftmaxRows& st,
                                                      float scale_log2) {
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    // A row that has seen nothing keeps m = -inf: base 0 makes 2^(-inf - 0) = 0, not NaN.
-    const float base = m_new[j] == neg_inf() ? 0.f : m_new[j] * scale_log2;
-    const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
-    st.m[j] = m_new[j];
-    st.l[j] *= rescale;
+    float mx = st.m[j];
 #pragma unroll
-    for (int n8 = 0; n8 < C::kOutCols / 8; ++n8) {
-      st.o[4 * n8 + 2 * j] *= rescale;
-      st.o[4 * n8 + 2 * j + 1] *= rescale;
-    }
+    for (int n8 = 0; n8 < 8; ++n8) mx = fmaxf(mx, fmaxf(s[4 * n8 + 2 * j], s[4 * n8 + 2 * j + 1]));
+    mx = quad_max(mx);
+    // A row that has seen nothing keeps m = -inf: base 0 makes 2^(-inf - 0) = 0, not NaN.
+    const float base = mx == neg_inf() ? 0.f : mx * scale_log2;
+    alpha[j] = fast_exp2(st.m[j] * scale_log2 - base);
+    st.m[j] = mx;
+    st.l[j] *= alpha[j];
 #pragma unroll
     for (int n8 = 0; n8 < 8; ++n8) {
       s[4 * n8 + 2 * j] = fast_exp2(s[4 * n8 + 2 * j] * scale_log2 - base);
@@ -327,94 +413,143 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[32], uint32_t (&
   }
 }
 
-// Stage: share_p. This warpgroup's P into its block's kpe region (K-major, for the other
-// warpgroup's wgmma): stmatrix lane l addresses row l % 8 of 8x8 matrix l / 8.
+// Stage: publish_p. P into the tile's kpe region (K-major, the A operand of the loader's
+// wgmma) and the rescale factors into their slot: stmatrix lane l addresses row l % 8 of 8x8
+// matrix l / 8.
 template <typename C>
-__device__ __forceinline__ void share_p(const uint32_t (&p)[4][4], uint32_t p_base,
-                                        const HopperRole& role) {
+__device__ __forceinline__ void publish_p(const uint32_t (&p)[4][4], const float (&alpha)[2],
+                                          const HopperSmem<C>& sm, int stage,
+                                          const HopperRole& role) {
   const int matrix = role.lane / 8;
   const int row = 16 * role.warp + (matrix & 1) * 8 + role.lane % 8;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    stmatrix_x4(p_base + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
+  for (int k = 0; k < 4; ++k) stmatrix_x4(sm.p(stage) + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
+  if (role.lane % 4 == 0) {
+    sm.alpha[role.row(0)] = alpha[0];
+    sm.alpha[role.row(1)] = alpha[1];
   }
   fence_proxy_async_shared();
 }
 
-// Stage: compute_pv. O (this warpgroup's output half) += P . V over the pair's blocks: the
-// own block's P from registers, the other block's from shared memory.
+// O (kOutCols columns of 64 rows: the warpgroup's half) scaled row-wise.
 template <typename C>
-__device__ __forceinline__ void compute_pv(HopperState<C>& st, uint32_t (&p)[4][4],
-                                           const HopperSmem<C>& sm, const HopperRole& role) {
-  using T = typename C::KVType;
-  const int own = role.group, other = 1 - role.group;
-  const int region0 = role.group * (C::kOutCols / 64);
+__device__ __forceinline__ void rescale_o(float (&o)[C::kOutCols / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int n8 = 0; n8 < C::kOutCols / 8; ++n8)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[4 * n8 + e] *= alpha[e >> 1];
+}
+
+// Stage: compute_pv, softmax warpgroup: O[:, 256..] += P (registers) . V. Issued only.
+template <typename C>
+__device__ __forceinline__ void issue_pv_registers(float (&o)[C::kOutCols / 2],
+                                                   uint32_t (&p)[4][4], const HopperSmem<C>& sm,
+                                                   int stage) {
   wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < C::kPvSteps; ++k)
-    wgmma_rs<T, C::kOutCols, 1>(st.o, p[k], mn_major_descriptor<C::kRows>(sm.kv(own), region0, k), 1);
+  for (int k = 0; k < C::kPvSteps; ++k) {
+    wgmma_rs<typename C::KVType, C::kOutCols, 1>(
+        o, p[k], mn_major_descriptor<C::kRows>(sm.kv(stage), C::kOutRegions, k), 1);
+  }
+  wgmma_commit();
+}
+
+// Stage: compute_pv, loader warpgroup: O[:, ..256] += P (shared memory) . V, waited.
+template <typename C>
+__device__ __forceinline__ void compute_pv_shared(float (&o)[C::kOutCols / 2],
+                                                  const HopperSmem<C>& sm, int stage) {
+  wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < C::kPvSteps; ++k)
-    wgmma_ss<T, C::kOutCols, 1>(st.o, k_major_descriptor<C::kRows>(sm.p(other), 0, k),
-                                mn_major_descriptor<C::kRows>(sm.kv(other), region0, k), 1);
+  for (int k = 0; k < C::kPvSteps; ++k) {
+    wgmma_ss<typename C::KVType, C::kOutCols, 1>(
+        o, k_major_descriptor<C::kRows>(sm.p(stage), 0, k),
+        mn_major_descriptor<C::kRows>(sm.kv(stage), 0, k), 1);
+  }
   wgmma_commit();
   wgmma_wait<0>();
-  fence_registers(st.o);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) fence_registers(p[k]);
+  fence_registers(o);
 }
 
-// One pair of KV blocks (2 pair, 2 pair + 1), already in the buffers; a block past the chunk's
-// end is all zeros and fully masked, so it adds nothing.
+// ---------------------------------------------------------------------------------------
+// The softmax warpgroup's KV loop over a work item's tiles.
 template <typename C>
-__device__ __forceinline__ void attend_pair(const MlaParams& p, const HopperSmem<C>& sm,
-                                            const HopperTile& t, HopperState<C>& st, int pair,
-                                            const HopperRole& role) {
-  const int block = 2 * pair + role.group;
-  float s[32];
-  compute_qk<C>(s, sm, role.group);
-  if (t.kv_start + (block + 1) * C::kBlock > t.unmasked_end) mask_scores<C>(s, t, block, role);
-  float m_new[2];
-  share_row_max<C>(s, m_new, st, sm, role);
+__device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma& tma,
+                                             const HopperSmem<C>& sm, const HopperTile& t,
+                                             uint32_t sequence, float (&o)[C::kOutCols / 2],
+                                             SoftmaxRows& st, const HopperRole& role) {
   uint32_t pa[4][4];
-  update_softmax_state<C>(s, pa, st, m_new, p.sm_scale_log2);
-  share_p<C>(pa, sm.p(role.group), role);
-  __syncthreads();  // both P tiles are in shared memory
-  compute_pv<C>(st, pa, sm, role);
-}
-
-// Stage: normalize. Completes the row sums (quad, then both warpgroups' blocks), scales O by
-// 1 / sum and returns the base-2 LSE of each accumulator row (-inf for rows that saw nothing).
-template <typename C>
-__device__ __forceinline__ void normalize(HopperState<C>& st, const HopperSmem<C>& sm,
-                                          float scale_log2, float (&lse)[2],
-                                          const HopperRole& role) {
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const float l = quad_sum(st.l[j]);
-    if (role.lane % 4 == 0) sm.row_sum[role.group * C::kRows + role.row(j)] = l;
-  }
-  __syncthreads();
+  for (int k = 0; k < 4; ++k)
 #pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int row = role.row(j);
-    const float l = sm.row_sum[row] + sm.row_sum[C::kRows + row];
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    for (int i = 0; i < 4; ++i) pa[k][i] = 0u;
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    const StageSlot slot = StageSlot::of(sequence + tile);
+    mbarrier_wait(sm.full(slot.stage), slot.parity);
+    float s[32];
+    issue_qk<C>(s, sm, slot.stage);
+    if (tile > 0) {
+      // The previous tile's P V was issued before this Q K^T: once it is done (while Q K^T
+      // runs) that tile's stage is free for the loader's next copy.
+      wgmma_wait<1>();
+      fence_registers(o);
 #pragma unroll
-    for (int n8 = 0; n8 < C::kOutCols / 8; ++n8) {
-      st.o[4 * n8 + 2 * j] *= inv;
-      st.o[4 * n8 + 2 * j + 1] *= inv;
+      for (int k = 0; k < 4; ++k) fence_registers(pa[k]);
+      named_barrier_arrive(kStageFree, C::kThreads);
     }
-    lse[j] = st.m[j] == neg_inf() || l <= 0.f ? neg_inf() : st.m[j] * scale_log2 + fast_log2(l);
+    wgmma_wait<0>();
+    fence_registers(s);
+    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kSoftmaxOnly);
+    if (t.kv_start + (tile + 1) * C::kTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
+    float alpha[2];
+    update_softmax_state<C>(s, pa, alpha, st, p.sm_scale_log2);
+    if (tile > 0) named_barrier_sync(kAlphaTaken, C::kThreads);
+    publish_p<C>(pa, alpha, sm, slot.stage, role);
+    named_barrier_arrive(kScoresReady, C::kThreads);
+    rescale_o<C>(o, alpha);
+    issue_pv_registers<C>(o, pa, sm, slot.stage);
+  }
+  wgmma_wait<0>();
+  fence_registers(o);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) fence_registers(pa[k]);
+  if (t.num_tiles > 0) named_barrier_arrive(kStageFree, C::kThreads);
+}
+
+// The loader warpgroup's loop: P V of each tile, then the refill of its stage.
+template <typename C>
+__device__ __forceinline__ void loader_loop(const MlaParams& p, const HopperTma& tma,
+                                            const HopperSmem<C>& sm, const HopperTile& t,
+                                            uint32_t sequence, float (&o)[C::kOutCols / 2],
+                                            const HopperRole& role) {
+  GatherPages<C> pages{};
+  if (!tma.enabled) pages = GatherPages<C>::fetch(p, t, role, 0);
+  for (int tile = 0; tile < min(t.num_tiles, C::kStages); ++tile) {
+    load_kv<C>(p, tma, sm, t, role, pages, tile, StageSlot::of(sequence + tile).stage);
+  }
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    const StageSlot slot = StageSlot::of(sequence + tile);
+    named_barrier_sync(kScoresReady, C::kThreads);
+    const float alpha[2] = {sm.alpha[role.row(0)], sm.alpha[role.row(1)]};
+    if (tile + 1 < t.num_tiles) named_barrier_arrive(kAlphaTaken, C::kThreads);
+    mbarrier_wait(sm.full(slot.stage), slot.parity);  // the copy's bytes, seen by this proxy too
+    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kLoaderOnly);
+    rescale_o<C>(o, alpha);
+    compute_pv_shared<C>(o, sm, slot.stage);
+    named_barrier_sync(kStageFree, C::kThreads);
+    if (tile + C::kStages < t.num_tiles) {
+      load_kv<C>(p, tma, sm, t, role, pages, tile + C::kStages, slot.stage);
+    }
   }
 }
 
-// Stage: write_output. This warpgroup's half of each valid row into the final output or the
-// partial buffer; the LSE from warpgroup 0.
+// Stage: write_output. This warpgroup's half of each valid row, scaled by 1 / row sum, into
+// the final output or the partial buffer; the LSE from the softmax warpgroup.
 template <typename C>
-__device__ __forceinline__ void write_output(const MlaParams& p, const HopperState<C>& st,
-                                             const float (&lse)[2], const HopperTile& t,
-                                             const HopperRole& role) {
+__device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::kOutCols / 2],
+                                             const float (&lse)[2], const HopperSmem<C>& sm,
+                                             const HopperTile& t, const HopperRole& role) {
   using OType = typename C::OType;
   const bool partial = t.partial_row >= 0;
   const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kRows;
@@ -422,6 +557,8 @@ __device__ __forceinline__ void write_output(const MlaParams& p, const HopperSta
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int row = role.row(j);
+    const float l = sm.row_sum[row];
+    const float inv = l > 0.f ? 1.f / l : 0.f;
     if (row >= t.rows) continue;
     OType* dst = partial ? static_cast<OType*>(p.partial_o) +
                                static_cast<int64_t>(partial_row0 + row) * C::kHeadDimCkv
@@ -429,9 +566,9 @@ __device__ __forceinline__ void write_output(const MlaParams& p, const HopperSta
 #pragma unroll
     for (int n8 = 0; n8 < C::kOutCols / 8; ++n8) {
       *reinterpret_cast<uint32_t*>(dst + col0 + role.col(n8)) =
-          Dtype16<OType>::pack(st.o[4 * n8 + 2 * j], st.o[4 * n8 + 2 * j + 1]);
+          Dtype16<OType>::pack(o[4 * n8 + 2 * j] * inv, o[4 * n8 + 2 * j + 1] * inv);
     }
-    if (role.group == 0 && role.lane % 4 == 0) {
+    if (role.softmax() && role.lane % 4 == 0) {
       if (partial) {
         p.partial_lse[partial_row0 + row] = lse[j];
       } else {
@@ -441,44 +578,64 @@ __device__ __forceinline__ void write_output(const MlaParams& p, const HopperSta
   }
 }
 
-// One work item: this CTA's 64 rows of a query tile against one KV chunk.
+// One work item: this CTA's 64 rows of a query tile against one KV chunk. `sequence` counts
+// the tiles the CTA has run so far (the stage ring and its barrier phases).
 template <typename C>
-__device__ __forceinline__ void attend_tile(const MlaParams& p, const HopperSmem<C>& sm,
-                                            const MlaWorkItem& item, const HopperRole& role) {
+__device__ __forceinline__ void attend_tile(const MlaParams& p, const HopperTma& tma,
+                                            const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                            uint32_t& sequence, const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
-  __syncthreads();          // the previous item is done with the buffers and the exchange
-  HopperState<C> st;
-  st.init();
-  if (t.num_blocks > 0) {
-    load_q<C>(p, sm, t, role);  // joins the first pair's cp.async group
-    load_pair<C>(p, sm, t, role, 0);
+  __syncthreads();          // the previous item is done with every buffer
+  float o[C::kOutCols / 2];
+#pragma unroll
+  for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
+  float lse[2] = {neg_inf(), neg_inf()};
+  if (role.softmax()) {
+    SoftmaxRows st;
+    st.init();
+    if (t.num_tiles > 0) {
+      load_q<C>(p, sm, t, role);
+      cp_async_wait<0>();
+      fence_proxy_async_shared();
+      named_barrier_sync(kSoftmaxOnly, C::kGroupThreads);
+    }
+    softmax_loop<C>(p, tma, sm, t, sequence, o, st, role);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float l = quad_sum(st.l[j]);
+      if (role.lane % 4 == 0) sm.row_sum[role.row(j)] = l;
+      lse[j] = st.m[j] == neg_inf() || l <= 0.f ? neg_inf() : st.m[j] * p.sm_scale_log2 + fast_log2(l);
+    }
+  } else {
+    loader_loop<C>(p, tma, sm, t, sequence, o, role);
   }
-  const int pairs = (t.num_blocks + 1) / 2;
-#pragma unroll 1
-  for (int pair = 0; pair < pairs; ++pair) {
-    cp_async_wait<0>();
-    fence_proxy_async_shared();  // cp.async wrote through the generic proxy; wgmma reads async
-    __syncthreads();
-    attend_pair<C>(p, sm, t, st, pair, role);
-    __syncthreads();  // both warpgroups are done with both buffers
-    if (pair + 1 < pairs) load_pair<C>(p, sm, t, role, 2 * pair + 2);
-  }
-  float lse[2];
-  normalize<C>(st, sm, p.sm_scale_log2, lse, role);
-  write_output<C>(p, st, lse, t, role);
+  sequence += t.num_tiles;
+  __syncthreads();  // the row sums are in shared memory
+  write_output<C>(p, o, lse, sm, t, role);
 }
 
 template <typename Config>
-__global__ void __launch_bounds__(256, 1) mla_hopper_kernel(const __grid_constant__ MlaParams params) {
+__global__ void __launch_bounds__(256, 1)
+    mla_hopper_kernel(const __grid_constant__ MlaParams params, const __grid_constant__ HopperTma tma) {
   extern __shared__ __align__(128) unsigned char hopper_smem[];
   const HopperRole role = HopperRole::make();
   if (params.phase != 2) {
     const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
+    if (threadIdx.x == 0) {
+      for (int stage = 0; stage < Config::kStages; ++stage) {
+        mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kGroupThreads);
+      }
+      fence_barrier_init();
+    }
+    __syncthreads();
+    uint32_t sequence = 0;
     const int32_t first = params.work_indptr[blockIdx.y];
     const int32_t last = params.work_indptr[blockIdx.y + 1];
 #pragma unroll 1
-    for (int32_t w = first; w < last; ++w) attend_tile<Config>(params, sm, params.work_items[w], role);
+    for (int32_t w = first; w < last; ++w) {
+      attend_tile<Config>(params, tma, sm, params.work_items[w], sequence, role);
+    }
   }
   if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
   if (params.phase != 1) {

@@ -62,6 +62,17 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* tensor_map
       : "memory");
 }
 
+// The same for a 3-D tensor map at (x, y, z): a paged cache as [page][token][column].
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* tensor_map, int32_t x,
+                                            int32_t y, int32_t z, uint32_t barrier,
+                                            uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+      "l"(tensor_map), "r"(x), "r"(y), "r"(z), "r"(barrier), "l"(policy)
+      : "memory");
+}
+
 // Named barrier over `threads` threads (a multiple of 32), id 1..15 (0 is __syncthreads).
 __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");

@@ -12,6 +12,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace mlajit_kernel;
@@ -187,9 +189,12 @@ static HostPlan plan_round_robin(const std::vector<Request>& reqs, const Layout&
     for (int start = 0; start < rows; start += tile_rows) {
       const int num_rows = std::min(tile_rows, rows - start);
       const int eff = effective_kv(reqs[b], H, causal, start, num_rows);
-      const int n = (splits > 1 && eff >= splits) ? splits : 1;
+      // Inner chunk boundaries on multiples of the 64-token tile, as the library's planner
+      // cuts them (TMA copies whole tiles of one page).
+      const int n = std::max(1, std::min(splits, eff / 64));
       std::vector<int> bounds, owners;
-      for (int c = 0; c <= n; ++c) bounds.push_back(static_cast<int>(static_cast<long>(eff) * c / n));
+      for (int c = 0; c <= n; ++c)
+        bounds.push_back(c == n ? eff : static_cast<int>(static_cast<long>(eff) * c / n / 64 * 64));
       for (int c = 0; c < n; ++c) owners.push_back(next++ % grid_y);
       add_tile(sink, reqs[b], l.q_base[b], l.page_base[b], start, num_rows, tile_rows, bounds, owners);
     }
@@ -269,6 +274,39 @@ struct DevicePlan {
       : work_indptr(p.work_indptr), merge_indptr(p.merge_indptr), items(p.items), records(p.records) {}
 };
 
+// Tensor maps of a [page][token][column] cache, as the library encodes them; disabled (the
+// kernel gathers) when pages do not hold whole 64-token tiles.
+static HopperTma make_tma(const void* ckv, const void* kpe, int page_size, int64_t ckv_stride_page,
+                          int64_t ckv_stride_token, int64_t kpe_stride_page, int64_t kpe_stride_token,
+                          int ckv_cols, int kpe_cols, bool bf16) {
+  HopperTma tma{};
+  tma.enabled = page_size % 64 == 0 ? 1 : 0;
+  if (!tma.enabled) return tma;
+  auto encode = [&](TensorMapBytes* map, const void* base, int cols, int64_t stride_page, int64_t stride_token) {
+    const cuuint64_t dims[3] = {cuuint64_t(cols), cuuint64_t(page_size), cuuint64_t(1) << 31};
+    const cuuint64_t strides[2] = {cuuint64_t(stride_token) * 2, cuuint64_t(stride_page) * 2};
+    const cuuint32_t box[3] = {64, 64, 1}, element_strides[3] = {1, 1, 1};
+    const CUresult r = cuTensorMapEncodeTiled(
+        reinterpret_cast<CUtensorMap*>(map), bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        3, const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      std::fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", int(r));
+      std::exit(2);
+    }
+  };
+  encode(&tma.ckv, ckv, ckv_cols, ckv_stride_page, ckv_stride_token);
+  encode(&tma.kpe, kpe, kpe_cols, kpe_stride_page, kpe_stride_token);
+  return tma;
+}
+
+template <typename Config>
+static HopperTma make_tma(const MlaParams& p) {
+  return make_tma(p.ckv, p.kpe, p.page_size, p.ckv_stride_page, p.ckv_stride_token, p.kpe_stride_page,
+                  p.kpe_stride_token, Config::kHeadDimCkv, Config::kHeadDimKpe,
+                  Dtype16<typename Config::KVType>::kIsBf16);
+}
+
 template <typename Config>
 static void prepare_kernel() {
   static bool done = false;
@@ -279,9 +317,10 @@ static void prepare_kernel() {
 }
 
 template <typename Config>
-static void launch(const MlaParams& params, const HostPlan& plan, bool cooperative, cudaStream_t stream = 0) {
+static void launch(const MlaParams& params, const HopperTma& tma, const HostPlan& plan, bool cooperative,
+                   cudaStream_t stream = 0) {
   prepare_kernel<Config>();
-  void* args[] = {const_cast<MlaParams*>(&params)};
+  void* args[] = {const_cast<MlaParams*>(&params), const_cast<HopperTma*>(&tma)};
   const dim3 grid(plan.grid_x, plan.grid_y), block(256);
   const size_t smem = Config::kSmemBytes;
   if (cooperative) {
@@ -336,6 +375,18 @@ static void run_case(const Case& cs, uint32_t seed) {
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng);
   std::vector<int32_t> kv_indices(perm.begin(), perm.begin() + std::max(l.total_pages, 1));
+  // The slots past kv_len of each request's last page hold NaN, as an engine's cache may: a
+  // kernel must never let them reach the output (0 * NaN).
+  const uint16_t nan16 = std::is_same<T, bf16_t>::value ? 0x7fc0 : 0x7e00;
+  for (size_t b = 0; b < cs.reqs.size(); ++b) {
+    const int kv_len = cs.reqs[b].kv_len;
+    if (kv_len == 0 || kv_len % P == 0) continue;
+    const int64_t page = kv_indices[l.page_base[b] + (kv_len - 1) / P];
+    for (int slot = kv_len % P; slot < P; ++slot) {
+      for (int d = 0; d < CKV; ++d) ckv[(page * P + slot) * CKV + d] = nan16;
+      for (int d = 0; d < KPE; ++d) kpe[(page * P + slot) * KPE + d] = nan16;
+    }
+  }
 
   auto to_float = [](const std::vector<uint16_t>& v) {
     std::vector<float> f(v.size());
@@ -389,14 +440,15 @@ static void run_case(const Case& cs, uint32_t seed) {
   p.page_size = P;
   p.sm_scale_log2 = sm_scale * 1.4426950408889634f;
   p.lse_base_e = cs.lse_base_e ? 1 : 0;
+  const HopperTma tma = make_tma<Config>(p);
   if (cs.two_launch) {
     p.phase = 1;
-    launch<Config>(p, plan, false);
+    launch<Config>(p, tma, plan, false);
     p.phase = 2;
-    launch<Config>(p, plan, false);
+    launch<Config>(p, tma, plan, false);
   } else {
     p.phase = 0;
-    launch<Config>(p, plan, true);
+    launch<Config>(p, tma, plan, true);
   }
   CHECK_CUDA(cudaDeviceSynchronize());
   const std::vector<uint16_t> out = d_out.download();
@@ -502,6 +554,8 @@ static std::vector<Case> standard_cases(bool with_prefill) {
   c.push_back({"H16 p64 two-launch split3 lse_e", 16, 64, {{4, 1000}, {1, 4097}, {1, 0}, {4, 63}}, 3, 1, true, true, 8});
   c.push_back({"H128 p16 two-launch cluster2", 128, 16, {{4, 4097}, {1, 1}}, 2, 2, true, false, 8});
   c.push_back({"H7 p5 even plan", 7, 5, {{3, 333}, {9, 77}, {1, 2000}}, 0, 1, false, false, 8});
+  c.push_back({"H128 p128 split2 cluster2", 128, 128, {{1, 300}, {2, 129}, {1, 4097}, {1, 0}}, 2, 2, false, false, 8});
+  c.push_back({"H32 p64 split4", 32, 64, {{2, 1}, {1, 65}, {3, 5000}}, 4, 1, false, true, 8});
   if (with_prefill) c.push_back({"H8 p64 prefill q1000 kv1500", 8, 64, {{1000, 1500}, {2, 70}}, 2, 1, false, false, 16});
   return c;
 }
@@ -592,7 +646,8 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   p.sm_scale_log2 = 1.f / std::sqrt(192.f) * 1.4426950408889634f;
   p.phase = 0;
   CHECK_CUDA(cudaDeviceSynchronize());
-  for (int i = 0; i < 3; ++i) launch<Config>(p, plan, true);
+  const HopperTma tma = make_tma<Config>(p);
+  for (int i = 0; i < 3; ++i) launch<Config>(p, tma, plan, true);
   CHECK_CUDA(cudaDeviceSynchronize());
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
@@ -600,7 +655,7 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   std::vector<float> ms;
   for (int i = 0; i < 20; ++i) {
     CHECK_CUDA(cudaEventRecord(e0));
-    launch<Config>(p, plan, true);
+    launch<Config>(p, tma, plan, true);
     CHECK_CUDA(cudaEventRecord(e1));
     CHECK_CUDA(cudaEventSynchronize(e1));
     float t = 0;
