@@ -30,17 +30,19 @@ __device__ __forceinline__ void cp_async_mbarrier_arrive(uint32_t barrier) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(barrier) : "memory");
 }
 
-// Blocks until the phase with parity `parity` has completed.
+// Blocks until the phase with parity `parity` has completed. The retry loop lives inside one
+// asm statement: a loop the compiler can see is a divergent path, and ptxas serializes every
+// wgmma in flight across one (warning C7520).
 __device__ __forceinline__ void mbarrier_wait(uint32_t barrier, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
-        "selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(barrier), "r"(parity)
-        : "memory");
-  } while (!done);
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "mbarrier_wait_retry:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra mbarrier_wait_retry;\n"
+      "}\n" ::"r"(barrier),
+      "r"(parity)
+      : "memory");
 }
 
 // An L2 policy for data read once (the KV cache): evicted first, so it does not push out the

@@ -8,7 +8,7 @@
 // instantiates many configurations; each is checked against the host formula instead.
 #include <cstdint>
 
-#include "hopper/mla_hopper.cuh"
+#include "hopper/mla_hopper_seesaw.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -307,26 +307,32 @@ static HopperTma make_tma(const MlaParams& p) {
                   Dtype16<typename Config::KVType>::kIsBf16);
 }
 
+// Which schedule the launches use: 0 = mla_hopper_kernel, 1 = mla_hopper_seesaw_kernel.
+static int g_schedule = 0;
+
 template <typename Config>
-static void prepare_kernel() {
-  static bool done = false;
-  if (done) return;
-  done = true;
-  CHECK_CUDA(cudaFuncSetAttribute(mla_hopper_kernel<Config>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  Config::kSmemBytes));
+static void* kernel_function() {
+  return g_schedule == 0 ? reinterpret_cast<void*>(mla_hopper_kernel<Config>)
+                         : reinterpret_cast<void*>(mla_hopper_seesaw_kernel<Config>);
+}
+
+template <typename Config>
+static int kernel_smem() {
+  return g_schedule == 0 ? Config::kSmemBytes : SeesawLayout<Config>::kSmemBytes;
 }
 
 template <typename Config>
 static void launch(const MlaParams& params, const HopperTma& tma, const HostPlan& plan, bool cooperative,
                    cudaStream_t stream = 0) {
-  prepare_kernel<Config>();
+  CHECK_CUDA(cudaFuncSetAttribute(kernel_function<Config>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  kernel_smem<Config>()));
   void* args[] = {const_cast<MlaParams*>(&params), const_cast<HopperTma*>(&tma)};
   const dim3 grid(plan.grid_x, plan.grid_y), block(256);
-  const size_t smem = Config::kSmemBytes;
+  const size_t smem = kernel_smem<Config>();
   if (cooperative) {
-    CHECK_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(mla_hopper_kernel<Config>), grid, block, args, smem, stream));
+    CHECK_CUDA(cudaLaunchCooperativeKernel(kernel_function<Config>(), grid, block, args, smem, stream));
   } else {
-    CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<void*>(mla_hopper_kernel<Config>), grid, block, args, smem, stream));
+    CHECK_CUDA(cudaLaunchKernel(kernel_function<Config>(), grid, block, args, smem, stream));
   }
 }
 
@@ -563,10 +569,10 @@ static std::vector<Case> standard_cases(bool with_prefill) {
 template <typename Config>
 static void report_registers() {
   cudaFuncAttributes a{};
-  CHECK_CUDA(cudaFuncGetAttributes(&a, mla_hopper_kernel<Config>));
-  std::printf("regs %s ckv%d %s: %d registers, %zu bytes local, smem %d\n",
+  CHECK_CUDA(cudaFuncGetAttributes(&a, kernel_function<Config>()));
+  std::printf("regs schedule %d %s ckv%d %s: %d registers, %zu bytes local, smem %d\n", g_schedule,
               HostDtype<typename Config::KVType>::name, Config::kHeadDimCkv, Config::kCausal ? "causal" : "full",
-              a.numRegs, a.localSizeBytes, Config::kSmemBytes);
+              a.numRegs, a.localSizeBytes, kernel_smem<Config>());
 }
 
 template <typename Config>
@@ -666,8 +672,8 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   const double us = ms[ms.size() / 2] * 1000.0;
   const double bytes = double(B) * L * (CKV + KPE) * 2;
   const double flops = 2.0 * B * H * double(L) * (CKV + KPE + CKV);
-  std::printf("TIME %-40s %s plan=%s items %zu merges %zu: median %.1f us (min %.1f), %.2f TB/s, %.1f TFLOP/s\n", name,
-              HostDtype<typename Config::KVType>::name, even ? "even" : "1-chunk", plan.items.size(), plan.records.size(),
+  std::printf("TIME s%d %-40s %s plan=%s items %zu merges %zu: median %.1f us (min %.1f), %.2f TB/s, %.1f TFLOP/s\n",
+              g_schedule, name, HostDtype<typename Config::KVType>::name, even ? "even" : "1-chunk", plan.items.size(), plan.records.size(),
               us, ms.front() * 1000.0, bytes / us / 1e6, flops / us / 1e6);
   std::fflush(stdout);
   cudaEventDestroy(e0);
@@ -687,22 +693,26 @@ int main(int argc, char** argv) {
   std::printf("device %s, %d SMs, %zu B smem/SM\n", prop.name, prop.multiProcessorCount, prop.sharedMemPerMultiprocessor);
   const uint32_t seed = 20261201;
   std::printf("seed %u\n", seed);
-  if (!timing_only) {
-    run_config<Cfg<bf16_t, true>>(true, seed);
-    run_config<Cfg<bf16_t, false>>(true, seed + 100);
-    run_config<Cfg<f16_t, true>>(false, seed + 600);
-    run_config<Cfg<f16_t, false>>(false, seed + 700);
-    std::printf("correctness: %d failing case(s)\n", g_failures);
-  }
-  if (!correctness_only) {
-    using T1 = Cfg<bf16_t, false>;
-    const int sms = prop.multiProcessorCount;
-    time_decode<T1>("H128 B64 L4096 page64", 128, 64, 4096, 64, 2, sms / 2, true);
-    time_decode<T1>("H128 B64 L16384 page64", 128, 64, 16384, 64, 2, sms / 2, true);
-    time_decode<T1>("H128 B64 L4096 page1", 128, 64, 4096, 1, 2, sms / 2, true);
-    time_decode<T1>("H16 B128 L16384 page64", 16, 128, 16384, 64, 1, sms, true);
-    time_decode<T1>("H16 B64 L4096 page64", 16, 64, 4096, 64, 1, sms, true);
-    time_decode<T1>("H16 B128 L4096 page1", 16, 128, 4096, 1, 1, sms, true);
+  const int only = argc > 2 ? std::atoi(argv[2]) : -1;  // schedule to run (-1: both)
+  for (g_schedule = 0; g_schedule < 2; ++g_schedule) {
+    if (only >= 0 && only != g_schedule) continue;
+    if (!timing_only) {
+      run_config<Cfg<bf16_t, true>>(true, seed);
+      run_config<Cfg<bf16_t, false>>(true, seed + 100);
+      run_config<Cfg<f16_t, true>>(false, seed + 600);
+      run_config<Cfg<f16_t, false>>(false, seed + 700);
+      std::printf("schedule %d correctness: %d failing case(s) so far\n", g_schedule, g_failures);
+    }
+    if (!correctness_only) {
+      using T1 = Cfg<bf16_t, false>;
+      const int sms = prop.multiProcessorCount;
+      time_decode<T1>("H128 B64 L4096 page64", 128, 64, 4096, 64, 2, sms / 2, true);
+      time_decode<T1>("H128 B64 L16384 page64", 128, 64, 16384, 64, 2, sms / 2, true);
+      time_decode<T1>("H128 B64 L4096 page1", 128, 64, 4096, 1, 2, sms / 2, true);
+      time_decode<T1>("H16 B128 L16384 page64", 16, 128, 16384, 64, 1, sms, true);
+      time_decode<T1>("H16 B64 L4096 page64", 16, 64, 4096, 64, 1, sms, true);
+      time_decode<T1>("H16 B128 L4096 page1", 16, 128, 4096, 1, 1, sms, true);
+    }
   }
   return g_failures == 0 ? 0 : 1;
 }
