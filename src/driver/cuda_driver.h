@@ -66,12 +66,27 @@ class Library {
   std::map<std::pair<std::string, int>, CachedFunction> functions_;
 };
 
+// One launch through cuLaunchKernelEx. Each feature below becomes a launch attribute only
+// when asked for, so a plain launch stays the call it always was.
 struct LaunchConfig {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   unsigned block_x = 1, block_y = 1, block_z = 1;
   unsigned dynamic_smem_bytes = 0;
   CUstream stream = nullptr;
+  // Every block co-resident (CU_LAUNCH_ATTRIBUTE_COOPERATIVE): what a grid barrier needs.
   bool cooperative = false;
+  // Thread block clusters (sm_90+, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION): the blocks of a
+  // cluster run at once on one GPC and can read each other's shared memory (DSMEM) and share
+  // TMA multicasts. 1x1x1 is no cluster. Each grid dimension must be a multiple of its cluster
+  // dimension; above 8 blocks the launch sets CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+  // on the function (sm_90 allows 16).
+  unsigned cluster_x = 1, cluster_y = 1, cluster_z = 1;
+  // Programmatic dependent launch (sm_90+, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION):
+  // this kernel may start while the previous kernel in the stream is still running, once
+  // that one has executed griddepcontrol.launch_dependents in every block; it must execute
+  // griddepcontrol.wait before it reads what the previous kernel writes. Hides the launch
+  // latency and prologue of back-to-back kernels.
+  bool programmatic_stream_serialization = false;
 };
 
 class Function {
@@ -83,11 +98,18 @@ class Function {
   int device() const { return ordinal_; }
   // Blocks of `block_threads` threads that fit on one SM with `dynamic_smem_bytes`.
   int max_active_blocks_per_sm(int block_threads, int dynamic_smem_bytes) const;
+  // Clusters of `config`'s cluster dims (block size, shared memory) that fit on the whole
+  // device at once (cuOccupancyMaxActiveClusters): the co-residency bound of a cooperative
+  // cluster launch, since clusters must fit inside one GPC and blocks-per-SM times SMs
+  // overstates it. Grid dims and the other attributes are ignored.
+  int max_active_clusters(const LaunchConfig& config) const;
   int num_registers() const;
   int local_bytes() const;  // spills + stack per thread
   // Launches with kernel params `args` (array of pointers to each argument). A cooperative
   // launch whose grid cannot be co-resident is refused with an error naming both causes
-  // (grid too large / smem above the attribute).
+  // (grid too large / smem above the attribute); for a clustered one the bound is
+  // max_active_clusters x blocks per cluster. A grid that is not a multiple of the cluster
+  // dims, or clusters on a device before sm_90, are refused before anything is queued.
   void launch(const LaunchConfig& config, void** args) const;
 
  private:

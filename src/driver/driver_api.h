@@ -35,6 +35,9 @@ struct Api {
   PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050
       cuOccupancyMaxActiveBlocksPerMultiprocessor = nullptr;
   PFN_cuLaunchKernelEx_v11060 cuLaunchKernelEx = nullptr;
+  PFN_cuOccupancyMaxActiveClusters_v11070 cuOccupancyMaxActiveClusters = nullptr;
+  // TMA descriptors; v12000 is the only ABI cudaTypedefs.h has for it (CUDA 13.0).
+  PFN_cuTensorMapEncodeTiled_v12000 cuTensorMapEncodeTiled = nullptr;
   PFN_cuMemAlloc_v3020 cuMemAlloc = nullptr;
   PFN_cuMemFree_v3020 cuMemFree = nullptr;
   PFN_cuMemHostAlloc_v2020 cuMemHostAlloc = nullptr;

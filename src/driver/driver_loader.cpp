@@ -131,6 +131,8 @@ bool resolve_all(LoadState& state, const ProcResolver& resolver) {
   MLAJIT_RESOLVE(cuFuncGetAttribute);
   MLAJIT_RESOLVE(cuOccupancyMaxActiveBlocksPerMultiprocessor);
   MLAJIT_RESOLVE(cuLaunchKernelEx);
+  MLAJIT_RESOLVE(cuOccupancyMaxActiveClusters);
+  MLAJIT_RESOLVE(cuTensorMapEncodeTiled);
   MLAJIT_RESOLVE(cuMemAlloc);
   MLAJIT_RESOLVE(cuMemFree);
   MLAJIT_RESOLVE(cuMemHostAlloc);
