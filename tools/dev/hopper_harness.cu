@@ -604,6 +604,11 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng);
   std::vector<int32_t> idx(perm.begin(), perm.begin() + l.total_pages);
+  // HARNESS_HOT_KV=1: every request reads the same 64 pages, which stay in L2 (a bound on what
+  // hiding memory latency could give; the output is not checked).
+  if (const char* hot = std::getenv("HARNESS_HOT_KV"); hot && *hot == '1') {
+    for (auto& id : idx) id = perm[id % 64];
+  }
   HostPlan plan = even ? plan_even(reqs, l, H, Config::kCausal, cluster, grid_y)
                        : plan_round_robin(reqs, l, H, Config::kCausal, cluster, grid_y, 1);
   DevicePlan dplan(plan);
@@ -692,6 +697,12 @@ int main(int argc, char** argv) {
   std::printf("device %s, %d SMs, %zu B smem/SM\n", prop.name, prop.multiProcessorCount, prop.sharedMemPerMultiprocessor);
   const uint32_t seed = 20261201;
   std::printf("seed %u\n", seed);
+  if (argc > 5 && std::strcmp(argv[1], "--one") == 0) {  // --one H B L page: one timed shape (for ncu)
+    const int H = std::atoi(argv[2]), B = std::atoi(argv[3]), L = std::atoi(argv[4]), page = std::atoi(argv[5]);
+    const int sms = prop.multiProcessorCount;
+    time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
+    return 0;
+  }
   const int only = argc > 2 ? std::atoi(argv[2]) : -1;  // schedule to run (-1: both)
   for (g_schedule = 0; g_schedule < 1; ++g_schedule) {
     if (only >= 0 && only != g_schedule) continue;
