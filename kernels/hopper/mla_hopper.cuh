@@ -23,24 +23,11 @@
 #include "common/ptx_dtype.cuh"
 #include "common/ptx_math.cuh"
 #include "common/ptx_mma.cuh"
+#include "hopper/hopper_params.cuh"
 #include "hopper/tma.cuh"
 #include "hopper/wgmma.cuh"
 
 namespace mlajit_kernel {
-
-// A CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned.
-struct alignas(64) TensorMapBytes {
-  uint64_t opaque[16];
-};
-
-// The second kernel parameter: tensor maps of the paged cache as [page][token][column], used
-// when every KV tile lies inside one page (page_size a multiple of 64 and tiles starting on
-// multiples of 64, which the planner guarantees); otherwise the tiles are gathered.
-struct HopperTma {
-  TensorMapBytes ckv;  // box 64 columns x 64 tokens x 1 page, 128-byte swizzle
-  TensorMapBytes kpe;
-  int32_t enabled;
-};
 
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
           bool CAUSAL>
