@@ -1,6 +1,6 @@
 // The MLA paged-attention kernel of the `hopper` family (sm_90a): wgmma from shared memory,
 // KV tiles brought in by TMA (or a cp.async gather for pages that do not hold whole tiles),
-// two warpgroups with different roles.
+// two warpgroups with different roles and a producer warp.
 //
 // A CTA owns 64 packed query rows (row = token * num_heads + head) by 576 dims: the wgmma M.
 // KV arrives in tiles of 64 tokens through a ring of two stages. Per tile:
@@ -8,13 +8,16 @@
 //    memory once per tile), the online softmax, and its half of O (columns 256-511) from P in
 //    registers; it publishes P (in the tile's kpe region, free once S is done) and the rescale
 //    factor of the tile;
-//  - the loader warpgroup (0) refills the stage of tile i + 2 as soon as tile i is done, and
-//    accumulates its half of O (columns 0-255) from the published P.
-// While the loader works on tile i, the softmax warpgroup is already on tile i + 1, so the
-// tensor cores see one warpgroup's P V next to the other's Q K^T. Named barriers hand the
-// rescale factor and the stage over, each used once per tile in both directions (a warpgroup
-// can never run two arrivals ahead). The host contract (work items, merge records, phases) is
-// mla_params.cuh, as for the portable family: the planner, workspace and merge are shared.
+//  - the output warpgroup (0) accumulates the other half of O (columns 0-255) from the
+//    published P;
+//  - the producer warp (8) refills a stage as soon as both warpgroups have read it: one TMA
+//    thread with the page ids read a tile ahead, or 32 gathering threads.
+// While the output warpgroup works on tile i, the softmax warpgroup is already on tile i + 1,
+// so the tensor cores see one warpgroup's P V next to the other's Q K^T. Named barriers hand
+// the rescale factor over, each used once per tile in both directions (a warpgroup can never
+// run two arrivals ahead); mbarriers say a stage is full or empty. The host contract (work
+// items, merge records, phases) is mla_params.cuh, as for the portable family: the planner,
+// workspace and merge are shared.
 #pragma once
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
@@ -39,8 +42,14 @@ struct HopperConfig {
   static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
   static constexpr bool kCausal = CAUSAL;
 
-  static constexpr int kThreads = 256;  // the loader and the softmax warpgroup
   static constexpr int kGroupThreads = 128;
+  static constexpr int kConsumerThreads = 2 * kGroupThreads;  // output and softmax warpgroups
+  static constexpr int kProducerThreads = kGroupThreads;
+  static constexpr int kThreads = kConsumerThreads + kProducerThreads;
+  // setmaxnreg: the producer gives up what the consumers need (O is 128 of each one's
+  // registers); 2 x 224 + 56 = 504 = 384 threads x 168, the CTA's allocation at launch.
+  static constexpr int kConsumerRegisters = 224;
+  static constexpr int kProducerRegisters = 56;
   static constexpr int kRows = 64;      // packed query rows per CTA: the wgmma M
   static constexpr int kTile = 64;      // KV tokens per tile: N of Q K^T, K of P V
   static constexpr int kStages = 2;
@@ -71,7 +80,7 @@ struct HopperConfig {
   static constexpr int kRowSumOffset = kAlphaOffset + kRows * 4;
   static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
-  static constexpr int kSmemBytes = kBarrierOffset + kStages * 8 + kAlignSlack;
+  static constexpr int kSmemBytes = kBarrierOffset + 2 * kStages * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
                 "the host computed a different shared-memory size for this configuration");
@@ -81,14 +90,14 @@ struct HopperConfig {
 #endif
 };
 
-// Named barriers (0 is __syncthreads): cross-warpgroup hand-overs of 256 threads, and one
-// private barrier per warpgroup.
+// Named barriers (0 is __syncthreads): hand-overs between the two warpgroups (256 threads),
+// and one private barrier per warpgroup.
 enum HopperBarrier : uint32_t {
-  kScoresReady = 1,  // softmax -> loader: P and the rescale factor of tile i are published
-  kAlphaTaken = 2,   // loader -> softmax: the rescale factor slot may be overwritten
-  kStageFree = 3,    // softmax -> loader: done reading tile i's stage
-  kLoaderOnly = 4,
-  kSoftmaxOnly = 5,
+  kScoresReady = 1,  // softmax -> output: P and the rescale factor of tile i are published
+  kAlphaTaken = 2,   // output -> softmax: the rescale factor slot may be overwritten
+  kOutputOnly = 3,
+  kSoftmaxOnly = 4,
+  kAllThreads = 5,   // the whole CTA, from inside the role branches (see mla_hopper_kernel)
 };
 
 // Shared-memory addresses (32-bit shared window) of the storage.
@@ -113,10 +122,15 @@ struct HopperSmem {
   __device__ __forceinline__ uint32_t p(int stage) const {
     return kv(stage) + C::kKpeRegion * C::Tile::kRegionBytes;
   }
+  // A stage's copy has landed / both warpgroups are done reading it.
   __device__ __forceinline__ uint32_t full(int stage) const { return full0 + stage * 8; }
+  __device__ __forceinline__ uint32_t empty(int stage) const {
+    return full0 + (C::kStages + stage) * 8;
+  }
 };
 
-// This thread's place: warpgroup (0 loader, 1 softmax), its index there, warp and lane.
+// This thread's place: group (0 output, 1 softmax, 2 the producer warp), its index there,
+// warp and lane.
 // Accumulator rows (of S and O) are 16 warp + lane / 4 and that + 8.
 struct HopperRole {
   int group, index, warp, lane;
@@ -129,6 +143,7 @@ struct HopperRole {
     r.lane = r.index & 31;
     return r;
   }
+  __device__ __forceinline__ bool output() const { return group == 0; }
   __device__ __forceinline__ bool softmax() const { return group == 1; }
   __device__ __forceinline__ int row(int j) const { return 16 * warp + lane / 4 + 8 * j; }
   __device__ __forceinline__ int col(int n8) const { return 8 * n8 + 2 * (lane % 4); }
@@ -212,16 +227,14 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const HopperSmem<C>& 
   cp_async_commit();
 }
 
-// Stage: load_kv (loader warpgroup), TMA: one thread copies the tile as kRegions boxes of
-// 64 columns x 64 tokens of one page; the stage barrier completes on their bytes.
+// Stage: load_kv (producer warp), TMA: lane 0 copies the tile as kRegions boxes of 64 columns x
+// 64 tokens of page `page` (its id read a tile ahead); the stage barrier completes on their
+// bytes.
 template <typename C>
 __device__ __forceinline__ void load_kv_tma(const MlaParams& p, const HopperTma& tma,
                                             const HopperSmem<C>& sm, const HopperTile& t,
-                                            const HopperRole& role, int tile, int stage) {
-  if (role.index != 0) return;
-  const int32_t token = t.kv_start + tile * C::kTile;
-  const int32_t page = p.kv_indices[t.kv_page_base + token / p.page_size];
-  const int32_t slot = token % p.page_size;
+                                            int32_t page, int tile, int stage) {
+  const int32_t slot = (t.kv_start + tile * C::kTile) % p.page_size;
   const uint32_t dst = sm.kv(stage), barrier = sm.full(stage);
   const uint64_t policy = l2_evict_first_policy();
   mbarrier_arrive_expect_tx(barrier, C::kTileBytes);
@@ -234,41 +247,54 @@ __device__ __forceinline__ void load_kv_tma(const MlaParams& p, const HopperTma&
               policy);
 }
 
-// Page ids of the rows a loader thread gathers in one tile, fetched a tile ahead: with small
-// pages every row may need its own id, and waiting for each before its copies would put a
-// global-memory round trip in front of every tile. -1 marks rows at or past kv_stop.
+// The rows the producer gathers: eight threads copy a row's 128 bytes of one region, sixteen
+// rows per pass.
 template <typename C>
-struct GatherPages {
-  static constexpr int kPasses = C::kTile / (C::kGroupThreads / 8);
-  int32_t page[kPasses];
+struct GatherRows {
+  static constexpr int kRowsPerPass = C::kProducerThreads / 8;
+  static constexpr int kPasses = C::kTile / kRowsPerPass;
+  __device__ __forceinline__ static int row(int index, int pass) { return index / 8 + pass * kRowsPerPass; }
+};
 
-  __device__ __forceinline__ static GatherPages fetch(const MlaParams& p, const HopperTile& t,
-                                                      const HopperRole& role, int tile) {
-    GatherPages g;
+// Page ids of the rows a producer lane copies next (one per gather pass, or lane 0's one id
+// of a TMA tile), read a tile ahead: with small pages every row may need its own id, and
+// waiting for them before the copies would put a global-memory round trip in front of every
+// tile. -1 marks rows at or past kv_stop.
+template <typename C>
+struct NextPages {
+  int32_t page[GatherRows<C>::kPasses];
+
+  __device__ __forceinline__ static NextPages fetch(const MlaParams& p, const HopperTma& tma,
+                                                    const HopperTile& t, int index, int tile) {
+    NextPages g;
+    const int32_t tile_start = t.kv_start + tile * C::kTile;
+    if (tma.enabled) {
+      g.page[0] = tile < t.num_tiles ? p.kv_indices[t.kv_page_base + tile_start / p.page_size] : -1;
+      return g;
+    }
 #pragma unroll
-    for (int pass = 0; pass < kPasses; ++pass) {
-      const int32_t token = t.kv_start + tile * C::kTile + role.index / 8 + pass * (C::kGroupThreads / 8);
+    for (int pass = 0; pass < GatherRows<C>::kPasses; ++pass) {
+      const int32_t token = tile_start + GatherRows<C>::row(index, pass);
       g.page[pass] = token < t.kv_stop ? p.kv_indices[t.kv_page_base + token / p.page_size] : -1;
     }
     return g;
   }
 };
 
-// Stage: load_kv (loader warpgroup), gather: token t of the request is slot t % page_size of
-// page kv_indices[kv_page_base + t / page_size]; eight threads copy a row's 128 bytes of one
-// region. Rows at or past kv_stop are zero-filled, so that masked scores meet zeros, never
-// stale values that could make 0 * x a NaN. The stage barrier completes when every thread's
-// copies have landed.
+// Stage: load_kv (producer warp), gather: token t of the request is slot t % page_size of
+// page kv_indices[kv_page_base + t / page_size]. Rows at or past kv_stop are zero-filled, so
+// that masked scores meet zeros, never stale values that could make 0 * x a NaN. The stage
+// barrier completes when every lane's copies have landed.
 template <typename C>
 __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperSmem<C>& sm,
-                                               const HopperTile& t, const HopperRole& role,
-                                               const GatherPages<C>& pages, int tile, int stage) {
+                                               const HopperTile& t, const NextPages<C>& pages,
+                                               int index, int tile, int stage) {
   using KVType = typename C::KVType;
-  const int lane8 = role.index % 8;
+  const int lane8 = index % 8;
   const uint32_t dst = sm.kv(stage);
-#pragma unroll
-  for (int pass = 0; pass < GatherPages<C>::kPasses; ++pass) {
-    const int row = role.index / 8 + pass * (C::kGroupThreads / 8);
+#pragma unroll 4
+  for (int pass = 0; pass < GatherRows<C>::kPasses; ++pass) {
+    const int row = GatherRows<C>::row(index, pass);
     const bool valid = pages.page[pass] >= 0;
     const int64_t page = valid ? pages.page[pass] : 0;
     const int32_t slot = valid ? (t.kv_start + tile * C::kTile + row) % p.page_size : 0;
@@ -285,18 +311,26 @@ __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperS
   cp_async_mbarrier_arrive(sm.full(stage));
 }
 
-// Copies tile `tile` into `stage` and, when gathering, fetches the page ids of the tile after
-// it (the next one this warpgroup copies).
+// The producer warp's loop over a work item's tiles: each stage is refilled once both
+// warpgroups have read the tile before (the first kStages tiles of an item find their stages
+// free: the item starts behind a CTA barrier).
 template <typename C>
-__device__ __forceinline__ void load_kv(const MlaParams& p, const HopperTma& tma,
-                                        const HopperSmem<C>& sm, const HopperTile& t,
-                                        const HopperRole& role, GatherPages<C>& pages, int tile,
-                                        int stage) {
-  if (tma.enabled) {
-    load_kv_tma<C>(p, tma, sm, t, role, tile, stage);
-  } else {
-    load_kv_gather<C>(p, sm, t, role, pages, tile, stage);
-    pages = GatherPages<C>::fetch(p, t, role, tile + 1);
+__device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
+                                              const HopperSmem<C>& sm, const HopperTile& t,
+                                              uint32_t sequence, const HopperRole& role) {
+  NextPages<C> pages = NextPages<C>::fetch(p, tma, t, role.index, 0);
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    const StageSlot slot = StageSlot::of(sequence + tile);
+    if (tile >= C::kStages) {
+      mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
+    }
+    if (tma.enabled) {
+      if (role.index == 0) load_kv_tma<C>(p, tma, sm, t, pages.page[0], tile, slot.stage);
+    } else {
+      load_kv_gather<C>(p, sm, t, pages, role.index, tile, slot.stage);
+    }
+    pages = NextPages<C>::fetch(p, tma, t, role.index, tile + 1);
   }
 }
 
@@ -400,7 +434,7 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[32], uint32_t (&
   }
 }
 
-// Stage: publish_p. P into the tile's kpe region (K-major, the A operand of the loader's
+// Stage: publish_p. P into the tile's kpe region (K-major, the A operand of the output
 // wgmma) and the rescale factors into their slot: stmatrix lane l addresses row l % 8 of 8x8
 // matrix l / 8.
 template <typename C>
@@ -441,7 +475,7 @@ __device__ __forceinline__ void issue_pv_registers(float (&o)[C::kOutCols / 2],
   wgmma_commit();
 }
 
-// Stage: compute_pv, loader warpgroup: O[:, ..256] += P (shared memory) . V, waited.
+// Stage: compute_pv, output warpgroup: O[:, ..256] += P (shared memory) . V, waited.
 template <typename C>
 __device__ __forceinline__ void compute_pv_shared(float (&o)[C::kOutCols / 2],
                                                   const HopperSmem<C>& sm, int stage) {
@@ -477,12 +511,12 @@ __device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma
     issue_qk<C>(s, sm, slot.stage);
     if (tile > 0) {
       // The previous tile's P V was issued before this Q K^T: once it is done (while Q K^T
-      // runs) that tile's stage is free for the loader's next copy.
+      // runs) this warpgroup is done with that tile's stage.
       wgmma_wait<1>();
       fence_registers(o);
 #pragma unroll
       for (int k = 0; k < 4; ++k) fence_registers(pa[k]);
-      named_barrier_arrive(kStageFree, C::kThreads);
+      mbarrier_arrive(sm.empty(StageSlot::of(sequence + tile - 1).stage));
     }
     wgmma_wait<0>();
     fence_registers(s);
@@ -490,9 +524,9 @@ __device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma
     if (t.kv_start + (tile + 1) * C::kTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
     float alpha[2];
     update_softmax_state<C>(s, pa, alpha, st, p.sm_scale_log2);
-    if (tile > 0) named_barrier_sync(kAlphaTaken, C::kThreads);
+    if (tile > 0) named_barrier_sync(kAlphaTaken, C::kConsumerThreads);
     publish_p<C>(pa, alpha, sm, slot.stage, role);
-    named_barrier_arrive(kScoresReady, C::kThreads);
+    named_barrier_arrive(kScoresReady, C::kConsumerThreads);
     rescale_o<C>(o, alpha);
     issue_pv_registers<C>(o, pa, sm, slot.stage);
   }
@@ -500,34 +534,25 @@ __device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma
   fence_registers(o);
 #pragma unroll
   for (int k = 0; k < 4; ++k) fence_registers(pa[k]);
-  if (t.num_tiles > 0) named_barrier_arrive(kStageFree, C::kThreads);
+  if (t.num_tiles > 0) mbarrier_arrive(sm.empty(StageSlot::of(sequence + t.num_tiles - 1).stage));
 }
 
-// The loader warpgroup's loop: P V of each tile, then the refill of its stage.
+// The output warpgroup's loop: P V of each tile's left half, then the stage's release.
 template <typename C>
-__device__ __forceinline__ void loader_loop(const MlaParams& p, const HopperTma& tma,
-                                            const HopperSmem<C>& sm, const HopperTile& t,
-                                            uint32_t sequence, float (&o)[C::kOutCols / 2],
-                                            const HopperRole& role) {
-  GatherPages<C> pages{};
-  if (!tma.enabled) pages = GatherPages<C>::fetch(p, t, role, 0);
-  for (int tile = 0; tile < min(t.num_tiles, C::kStages); ++tile) {
-    load_kv<C>(p, tma, sm, t, role, pages, tile, StageSlot::of(sequence + tile).stage);
-  }
+__device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSmem<C>& sm,
+                                            const HopperTile& t, uint32_t sequence,
+                                            float (&o)[C::kOutCols / 2], const HopperRole& role) {
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    named_barrier_sync(kScoresReady, C::kThreads);
+    named_barrier_sync(kScoresReady, C::kConsumerThreads);
     const float alpha[2] = {sm.alpha[role.row(0)], sm.alpha[role.row(1)]};
-    if (tile + 1 < t.num_tiles) named_barrier_arrive(kAlphaTaken, C::kThreads);
+    if (tile + 1 < t.num_tiles) named_barrier_arrive(kAlphaTaken, C::kConsumerThreads);
     mbarrier_wait(sm.full(slot.stage), slot.parity);  // the copy's bytes, seen by this proxy too
-    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kLoaderOnly);
+    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kOutputOnly);
     rescale_o<C>(o, alpha);
     compute_pv_shared<C>(o, sm, slot.stage);
-    named_barrier_sync(kStageFree, C::kThreads);
-    if (tile + C::kStages < t.num_tiles) {
-      load_kv<C>(p, tma, sm, t, role, pages, tile + C::kStages, slot.stage);
-    }
+    mbarrier_arrive(sm.empty(slot.stage));
   }
 }
 
@@ -565,68 +590,125 @@ __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::k
   }
 }
 
-// One work item: this CTA's 64 rows of a query tile against one KV chunk. `sequence` counts
-// the tiles the CTA has run so far (the stage ring and its barrier phases).
+// One work item, in each role: this CTA's 64 rows of a query tile against one KV chunk.
+// `sequence` counts the tiles the CTA has run so far (the stage ring and its barrier phases).
 template <typename C>
-__device__ __forceinline__ void attend_tile(const MlaParams& p, const HopperTma& tma,
-                                            const HopperSmem<C>& sm, const MlaWorkItem& item,
-                                            uint32_t& sequence, const HopperRole& role) {
+__device__ __forceinline__ void softmax_item(const MlaParams& p, const HopperTma& tma,
+                                             const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                             uint32_t& sequence, const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
-  __syncthreads();          // the previous item is done with every buffer
+  named_barrier_sync(kAllThreads, C::kThreads);  // the previous item is done with every buffer
   float o[C::kOutCols / 2];
 #pragma unroll
   for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
-  float lse[2] = {neg_inf(), neg_inf()};
-  if (role.softmax()) {
-    SoftmaxRows st;
-    st.init();
-    if (t.num_tiles > 0) {
-      load_q<C>(p, sm, t, role);
-      cp_async_wait<0>();
-      fence_proxy_async_shared();
-      named_barrier_sync(kSoftmaxOnly, C::kGroupThreads);
-    }
-    softmax_loop<C>(p, tma, sm, t, sequence, o, st, role);
+  SoftmaxRows st;
+  st.init();
+  if (t.num_tiles > 0) {
+    load_q<C>(p, sm, t, role);
+    cp_async_wait<0>();
+    fence_proxy_async_shared();
+    named_barrier_sync(kSoftmaxOnly, C::kGroupThreads);
+  }
+  softmax_loop<C>(p, tma, sm, t, sequence, o, st, role);
+  float lse[2];
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float l = quad_sum(st.l[j]);
-      if (role.lane % 4 == 0) sm.row_sum[role.row(j)] = l;
-      lse[j] = st.m[j] == neg_inf() || l <= 0.f ? neg_inf() : st.m[j] * p.sm_scale_log2 + fast_log2(l);
-    }
-  } else {
-    loader_loop<C>(p, tma, sm, t, sequence, o, role);
+  for (int j = 0; j < 2; ++j) {
+    const float l = quad_sum(st.l[j]);
+    if (role.lane % 4 == 0) sm.row_sum[role.row(j)] = l;
+    lse[j] = st.m[j] == neg_inf() || l <= 0.f ? neg_inf() : st.m[j] * p.sm_scale_log2 + fast_log2(l);
   }
   sequence += t.num_tiles;
-  __syncthreads();  // the row sums are in shared memory
+  named_barrier_sync(kAllThreads, C::kThreads);  // the row sums are in shared memory
   write_output<C>(p, o, lse, sm, t, role);
 }
 
+template <typename C>
+__device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma& tma,
+                                            const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                            uint32_t& sequence, const HopperRole& role) {
+  const HopperTile t = make_hopper_tile<C>(p, item, role);
+  if (t.rows <= 0) return;
+  named_barrier_sync(kAllThreads, C::kThreads);
+  float o[C::kOutCols / 2];
+#pragma unroll
+  for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
+  output_loop<C>(tma, sm, t, sequence, o, role);
+  sequence += t.num_tiles;
+  named_barrier_sync(kAllThreads, C::kThreads);
+  const float lse[2] = {neg_inf(), neg_inf()};  // the softmax warpgroup writes the LSE
+  write_output<C>(p, o, lse, sm, t, role);
+}
+
+template <typename C>
+__device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTma& tma,
+                                              const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                              uint32_t& sequence, const HopperRole& role) {
+  const HopperTile t = make_hopper_tile<C>(p, item, role);
+  if (t.rows <= 0) return;
+  named_barrier_sync(kAllThreads, C::kThreads);
+  producer_loop<C>(p, tma, sm, t, sequence, role);
+  sequence += t.num_tiles;
+  named_barrier_sync(kAllThreads, C::kThreads);
+}
+
+// Every role runs its own loop over the CTA's work items.
+enum class HopperRoleKind { kOutput, kSoftmax, kProducer };
+
+template <typename C, HopperRoleKind ROLE>
+__device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTma& tma,
+                                              const HopperSmem<C>& sm, const HopperRole& role) {
+  uint32_t sequence = 0;
+  const int32_t first = p.work_indptr[blockIdx.y];
+  const int32_t last = p.work_indptr[blockIdx.y + 1];
+#pragma unroll 1
+  for (int32_t w = first; w < last; ++w) {
+    if constexpr (ROLE == HopperRoleKind::kOutput) {
+      output_item<C>(p, tma, sm, p.work_items[w], sequence, role);
+    } else if constexpr (ROLE == HopperRoleKind::kSoftmax) {
+      softmax_item<C>(p, tma, sm, p.work_items[w], sequence, role);
+    } else {
+      producer_item<C>(p, tma, sm, p.work_items[w], sequence, role);
+    }
+  }
+}
+
+// The grid barrier (cooperative launch) and the merge of split tiles.
+template <typename C>
+__device__ __forceinline__ void merge_phase(const MlaParams& params) {
+  if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
+  if (params.phase != 1) merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads>(params);
+}
+
+// Each role is one branch of one if/else chain, whole, with its setmaxnreg first: the form in
+// which ptxas honours setmaxnreg (otherwise it keeps the entry cap of 168 registers and spills).
 template <typename Config>
-__global__ void __launch_bounds__(256, 1)
+__global__ void __launch_bounds__(Config::kThreads, 1)
     mla_hopper_kernel(const __grid_constant__ MlaParams params, const __grid_constant__ HopperTma tma) {
   extern __shared__ __align__(128) unsigned char hopper_smem[];
   const HopperRole role = HopperRole::make();
-  if (params.phase != 2) {
-    const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
-    if (threadIdx.x == 0) {
-      for (int stage = 0; stage < Config::kStages; ++stage) {
-        mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kGroupThreads);
-      }
-      fence_barrier_init();
+  const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
+  if (params.phase != 2 && threadIdx.x == 0) {
+    for (int stage = 0; stage < Config::kStages; ++stage) {
+      mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kProducerThreads);
+      mbarrier_init(sm.empty(stage), Config::kConsumerThreads);
     }
-    __syncthreads();
-    uint32_t sequence = 0;
-    const int32_t first = params.work_indptr[blockIdx.y];
-    const int32_t last = params.work_indptr[blockIdx.y + 1];
-#pragma unroll 1
-    for (int32_t w = first; w < last; ++w) {
-      attend_tile<Config>(params, tma, sm, params.work_items[w], sequence, role);
-    }
+    fence_barrier_init();
   }
-  if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
-  if (params.phase != 1) {
-    merge_partials<typename Config::OType, Config::kHeadDimCkv, Config::kThreads>(params);
+  __syncthreads();
+  const bool attend = params.phase != 2;
+  if (role.output()) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kConsumerRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
+    merge_phase<Config>(params);
+  } else if (role.softmax()) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kConsumerRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kSoftmax>(params, tma, sm, role);
+    merge_phase<Config>(params);
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kProducerRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
+    merge_phase<Config>(params);
   }
 }
 

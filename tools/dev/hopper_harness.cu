@@ -326,7 +326,7 @@ static void launch(const MlaParams& params, const HopperTma& tma, const HostPlan
   CHECK_CUDA(cudaFuncSetAttribute(kernel_function<Config>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kernel_smem<Config>()));
   void* args[] = {const_cast<MlaParams*>(&params), const_cast<HopperTma*>(&tma)};
-  const dim3 grid(plan.grid_x, plan.grid_y), block(256);
+  const dim3 grid(plan.grid_x, plan.grid_y), block(Config::kThreads);
   const size_t smem = kernel_smem<Config>();
   if (cooperative) {
     CHECK_CUDA(cudaLaunchCooperativeKernel(kernel_function<Config>(), grid, block, args, smem, stream));
@@ -701,6 +701,16 @@ int main(int argc, char** argv) {
     const int H = std::atoi(argv[2]), B = std::atoi(argv[3]), L = std::atoi(argv[4]), page = std::atoi(argv[5]);
     const int sms = prop.multiProcessorCount;
     time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
+#ifdef HARNESS_TRACE
+    static long long trace[2][512][8];
+    CHECK_CUDA(cudaMemcpyFromSymbol(trace, g_trace, sizeof(trace)));
+    // Per-tile deltas (cycles) of CTA 0's first work item, tiles 8..47, averaged.
+    const char* sm_names[7] = {"wait full", "issue qk", "wait<1> PV_R prev + StageFree", "wait QK", "softmax", "AlphaTaken+publish", "rescale+PV issue"};
+    const char* ld_names[5] = {"wait ScoresReady", "alpha, full, rescale", "PV_L (waited)", "wait StageFree", "load issue"};
+    for (int k = 0; k < 7; ++k) { double a = 0; for (int t = 8; t < 48; ++t) a += trace[1][t][k + 1] - trace[1][t][k]; std::printf("softmax %-32s %7.0f\n", sm_names[k], a / 40); }
+    { double a = 0; for (int t = 8; t < 48; ++t) a += trace[1][t + 1][0] - trace[1][t][0]; std::printf("softmax per tile                         %7.0f\n", a / 40); }
+    for (int k = 0; k < 5; ++k) { double a = 0; for (int t = 8; t < 48; ++t) a += trace[0][t][k + 1] - trace[0][t][k]; std::printf("loader  %-32s %7.0f\n", ld_names[k], a / 40); }
+#endif
     return 0;
   }
   const int only = argc > 2 ? std::atoi(argv[2]) : -1;  // schedule to run (-1: both)
