@@ -13,9 +13,9 @@
 //  - the producer warp (8) refills a stage as soon as both warpgroups have read it: one TMA
 //    thread with the page ids read a tile ahead, or 32 gathering threads.
 // While the output warpgroup works on tile i, the softmax warpgroup is already on tile i + 1,
-// so the tensor cores see one warpgroup's P V next to the other's Q K^T. Named barriers hand
-// the rescale factor over, each used once per tile in both directions (a warpgroup can never
-// run two arrivals ahead); mbarriers say a stage is full or empty. The host contract (work
+// so the tensor cores see one warpgroup's P V next to the other's Q K^T. Per stage, mbarriers
+// say the copy is full, the P and rescale factors are ready (a slot per stage, so the softmax
+// warpgroup may run a tile ahead), and both warpgroups are done with it. The host contract (work
 // items, merge records, phases) is mla_params.cuh, as for the portable family: the planner,
 // workspace and merge are shared.
 #pragma once
@@ -77,10 +77,10 @@ struct HopperConfig {
   static constexpr int kQOffset = 0;
   static constexpr int kKvOffset = kTileBytes;
   static constexpr int kAlphaOffset = (1 + kStages) * kTileBytes;
-  static constexpr int kRowSumOffset = kAlphaOffset + kRows * 4;
+  static constexpr int kRowSumOffset = kAlphaOffset + kStages * kRows * 4;
   static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
-  static constexpr int kSmemBytes = kBarrierOffset + 2 * kStages * 8 + kAlignSlack;
+  static constexpr int kSmemBytes = kBarrierOffset + 3 * kStages * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
                 "the host computed a different shared-memory size for this configuration");
@@ -90,21 +90,18 @@ struct HopperConfig {
 #endif
 };
 
-// Named barriers (0 is __syncthreads): hand-overs between the two warpgroups (256 threads),
-// and one private barrier per warpgroup.
+// Named barriers (0 is __syncthreads): one private barrier per warpgroup, and the whole CTA.
 enum HopperBarrier : uint32_t {
-  kScoresReady = 1,  // softmax -> output: P and the rescale factor of tile i are published
-  kAlphaTaken = 2,   // output -> softmax: the rescale factor slot may be overwritten
-  kOutputOnly = 3,
-  kSoftmaxOnly = 4,
-  kAllThreads = 5,   // the whole CTA, from inside the role branches (see mla_hopper_kernel)
+  kOutputOnly = 1,
+  kSoftmaxOnly = 2,
+  kAllThreads = 3,  // from inside the role branches (see mla_hopper_kernel)
 };
 
 // Shared-memory addresses (32-bit shared window) of the storage.
 template <typename C>
 struct HopperSmem {
   uint32_t q, kv0, full0;
-  float* alpha;    // [kRows]: rescale factor of the current tile's rows
+  float* alpha;    // [kStages][kRows]: rescale factors of each stage's tile
   float* row_sum;  // [kRows]: final row sums
 
   __device__ __forceinline__ static HopperSmem make(unsigned char* dynamic_smem) {
@@ -126,6 +123,10 @@ struct HopperSmem {
   __device__ __forceinline__ uint32_t full(int stage) const { return full0 + stage * 8; }
   __device__ __forceinline__ uint32_t empty(int stage) const {
     return full0 + (C::kStages + stage) * 8;
+  }
+  // The softmax warpgroup has published the P and rescale factors of the stage's tile.
+  __device__ __forceinline__ uint32_t ready(int stage) const {
+    return full0 + (2 * C::kStages + stage) * 8;
   }
 };
 
@@ -446,15 +447,17 @@ __device__ __forceinline__ void publish_p(const uint32_t (&p)[4][4], const float
 #pragma unroll
   for (int k = 0; k < 4; ++k) stmatrix_x4(sm.p(stage) + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
   if (role.lane % 4 == 0) {
-    sm.alpha[role.row(0)] = alpha[0];
-    sm.alpha[role.row(1)] = alpha[1];
+    sm.alpha[stage * C::kRows + role.row(0)] = alpha[0];
+    sm.alpha[stage * C::kRows + role.row(1)] = alpha[1];
   }
   fence_proxy_async_shared();
 }
 
-// O (kOutCols columns of 64 rows: the warpgroup's half) scaled row-wise.
+// O (kOutCols columns of 64 rows: the warpgroup's half) scaled row-wise; skipped by a warp
+// whose rows' maxima all stayed (the common case once a row has seen its largest scores).
 template <typename C>
 __device__ __forceinline__ void rescale_o(float (&o)[C::kOutCols / 2], const float (&alpha)[2]) {
+  if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
   for (int n8 = 0; n8 < C::kOutCols / 8; ++n8)
 #pragma unroll
@@ -524,9 +527,8 @@ __device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma
     if (t.kv_start + (tile + 1) * C::kTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
     float alpha[2];
     update_softmax_state<C>(s, pa, alpha, st, p.sm_scale_log2);
-    if (tile > 0) named_barrier_sync(kAlphaTaken, C::kConsumerThreads);
     publish_p<C>(pa, alpha, sm, slot.stage, role);
-    named_barrier_arrive(kScoresReady, C::kConsumerThreads);
+    mbarrier_arrive(sm.ready(slot.stage));
     rescale_o<C>(o, alpha);
     issue_pv_registers<C>(o, pa, sm, slot.stage);
   }
@@ -545,10 +547,10 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    named_barrier_sync(kScoresReady, C::kConsumerThreads);
-    const float alpha[2] = {sm.alpha[role.row(0)], sm.alpha[role.row(1)]};
-    if (tile + 1 < t.num_tiles) named_barrier_arrive(kAlphaTaken, C::kConsumerThreads);
+    mbarrier_wait(sm.ready(slot.stage), slot.parity);
     mbarrier_wait(sm.full(slot.stage), slot.parity);  // the copy's bytes, seen by this proxy too
+    const float alpha[2] = {sm.alpha[slot.stage * C::kRows + role.row(0)],
+                            sm.alpha[slot.stage * C::kRows + role.row(1)]};
     if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kOutputOnly);
     rescale_o<C>(o, alpha);
     compute_pv_shared<C>(o, sm, slot.stage);
@@ -692,6 +694,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     for (int stage = 0; stage < Config::kStages; ++stage) {
       mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kProducerThreads);
       mbarrier_init(sm.empty(stage), Config::kConsumerThreads);
+      mbarrier_init(sm.ready(stage), Config::kGroupThreads);
     }
     fence_barrier_init();
   }

@@ -702,14 +702,22 @@ int main(int argc, char** argv) {
     const int sms = prop.multiProcessorCount;
     time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
 #ifdef HARNESS_TRACE
-    static long long trace[2][512][8];
+    static long long trace[3][512][8];
     CHECK_CUDA(cudaMemcpyFromSymbol(trace, g_trace, sizeof(trace)));
-    // Per-tile deltas (cycles) of CTA 0's first work item, tiles 8..47, averaged.
-    const char* sm_names[7] = {"wait full", "issue qk", "wait<1> PV_R prev + StageFree", "wait QK", "softmax", "AlphaTaken+publish", "rescale+PV issue"};
-    const char* ld_names[5] = {"wait ScoresReady", "alpha, full, rescale", "PV_L (waited)", "wait StageFree", "load issue"};
-    for (int k = 0; k < 7; ++k) { double a = 0; for (int t = 8; t < 48; ++t) a += trace[1][t][k + 1] - trace[1][t][k]; std::printf("softmax %-32s %7.0f\n", sm_names[k], a / 40); }
-    { double a = 0; for (int t = 8; t < 48; ++t) a += trace[1][t + 1][0] - trace[1][t][0]; std::printf("softmax per tile                         %7.0f\n", a / 40); }
-    for (int k = 0; k < 5; ++k) { double a = 0; for (int t = 8; t < 48; ++t) a += trace[0][t][k + 1] - trace[0][t][k]; std::printf("loader  %-32s %7.0f\n", ld_names[k], a / 40); }
+    // Per-tile intervals (cycles) of CTA 0's work items, tiles 8..47, averaged.
+    auto report = [&](int role, const char* who, std::vector<const char*> names) {
+      for (size_t k = 0; k < names.size(); ++k) {
+        double a = 0;
+        for (int t = 8; t < 48; ++t) a += trace[role][t][k + 1] - trace[role][t][k];
+        std::printf("%-8s %-34s %7.0f\n", who, names[k], a / 40);
+      }
+      double a = 0;
+      for (int t = 8; t < 48; ++t) a += trace[role][t + 1][0] - trace[role][t][0];
+      std::printf("%-8s %-34s %7.0f\n", who, "per tile", a / 40);
+    };
+    report(1, "softmax", {"wait full", "issue qk", "wait<1> PV_R prev", "wait QK", "softmax", "AlphaTaken+publish", "rescale+PV issue"});
+    report(0, "output", {"wait ScoresReady", "alpha, full, clear", "rescale", "PV_L (waited)", "arrive empty"});
+    report(2, "producer", {"wait empty + load", "fetch next page ids"});
 #endif
     return 0;
   }
