@@ -1,0 +1,15 @@
+#include "attention/kernel_choice.h"
+
+#include "family/family_registry.h"
+
+namespace mlajit {
+
+MlaKernelChoice choose_kernel(const MlaShape& shape, const family::DeviceTarget& target,
+                              const MlaOptions& options) {
+  MlaKernelChoice choice;
+  choice.family = &family::select_family(shape, target, options.kernel);
+  choice.spec = choice.family->spec_for(shape, target, options);
+  return choice;
+}
+
+}  // namespace mlajit

@@ -1,0 +1,50 @@
+#include "family/device_target.h"
+
+#include <fmt/format.h>
+
+#include "jit/device_profiles.h"
+
+namespace mlajit::family {
+namespace {
+
+// The driver reserves 1 KiB of each SM's shared memory per resident block.
+constexpr int kDriverReservedPerBlock = 1024;
+
+}  // namespace
+
+DeviceTarget target_of(const driver::DeviceInfo& device) {
+  DeviceTarget target;
+  target.arch = device.arch();
+  target.cc_major = device.cc_major;
+  target.cc_minor = device.cc_minor;
+  target.smem_per_sm = device.smem_per_sm;
+  target.smem_per_block_optin = device.smem_per_block_optin;
+  target.sm_count = device.sm_count;
+  return target;
+}
+
+DeviceTarget profile_target(const std::string& arch) {
+  const jit::DeviceProfile& profile = jit::device_profile(arch);
+  const jit::ComputeCapability cc = jit::compute_capability(profile.arch);
+  DeviceTarget target;
+  target.arch = jit::target_arch(arch, profile);
+  target.cc_major = cc.major;
+  target.cc_minor = cc.minor;
+  target.smem_per_sm = profile.smem_per_sm;
+  target.smem_per_block_optin = profile.smem_per_block_optin;
+  target.sm_count = profile.sm_count;
+  return target;
+}
+
+bool smem_fits(int bytes, const DeviceTarget& target) {
+  return bytes <= target.smem_per_block_optin &&
+         bytes <= target.smem_per_sm - kDriverReservedPerBlock;
+}
+
+std::string smem_limits_text(const DeviceTarget& target) {
+  return fmt::format("{} B per block (opt-in) and {} B per SM ({} B usable)",
+                     target.smem_per_block_optin, target.smem_per_sm,
+                     target.smem_per_sm - kDriverReservedPerBlock);
+}
+
+}  // namespace mlajit::family
