@@ -13,27 +13,15 @@ constexpr int kDriverReservedPerBlock = 1024;
 }  // namespace
 
 DeviceTarget target_of(const driver::DeviceInfo& device) {
-  DeviceTarget target;
-  target.arch = device.arch();
-  target.cc_major = device.cc_major;
-  target.cc_minor = device.cc_minor;
-  target.smem_per_sm = device.smem_per_sm;
-  target.smem_per_block_optin = device.smem_per_block_optin;
-  target.sm_count = device.sm_count;
-  return target;
+  return {device.arch(),       device.cc_major,           device.cc_minor,
+          device.smem_per_sm, device.smem_per_block_optin, device.sm_count};
 }
 
 DeviceTarget profile_target(const std::string& arch) {
   const jit::DeviceProfile& profile = jit::device_profile(arch);
   const jit::ComputeCapability cc = jit::compute_capability(profile.arch);
-  DeviceTarget target;
-  target.arch = jit::target_arch(arch, profile);
-  target.cc_major = cc.major;
-  target.cc_minor = cc.minor;
-  target.smem_per_sm = profile.smem_per_sm;
-  target.smem_per_block_optin = profile.smem_per_block_optin;
-  target.sm_count = profile.sm_count;
-  return target;
+  return {jit::target_arch(arch, profile), cc.major, cc.minor, profile.smem_per_sm,
+          profile.smem_per_block_optin, profile.sm_count};
 }
 
 bool smem_fits(int bytes, const DeviceTarget& target) {
