@@ -23,7 +23,7 @@ TileChoice choose(const MlaShape& shape, const family::DeviceTarget& target,
 
 TileChoice tile_for(int ordinal, const MlaShape& shape, const MlaOptions& options) {
   validate_shape_and_options(shape, options);  // a bad shape is reported as such, also without a GPU
-  return choose(shape, family::target_of(driver::device_info(ordinal)), options);
+  return choose(shape, device_target(driver::device_info(ordinal)), options);
 }
 
 TileChoice tile_for_arch(const std::string& arch, const MlaShape& shape,

@@ -111,7 +111,7 @@ BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& op
   s.device = resolve_device(options.device);
   driver::set_current_device(s.device);
   s.device_info = driver::device_info(s.device);
-  s.choice = choose_kernel(shape, family::target_of(s.device_info), options);
+  s.choice = choose_kernel(shape, device_target(s.device_info), options);
   s.kernel = jit::KernelRegistry::instance().load(s.spec(), s.device);
   s.choose_launch_path();
   // Partial rows hold the output's type.

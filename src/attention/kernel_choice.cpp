@@ -4,6 +4,11 @@
 
 namespace mlajit {
 
+family::DeviceTarget device_target(const driver::DeviceInfo& device) {
+  return {device.arch(),       device.cc_major,           device.cc_minor,
+          device.smem_per_sm, device.smem_per_block_optin, device.sm_count};
+}
+
 MlaKernelChoice choose_kernel(const MlaShape& shape, const family::DeviceTarget& target,
                               const MlaOptions& options) {
   MlaKernelChoice choice;

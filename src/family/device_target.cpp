@@ -12,11 +12,6 @@ constexpr int kDriverReservedPerBlock = 1024;
 
 }  // namespace
 
-DeviceTarget target_of(const driver::DeviceInfo& device) {
-  return {device.arch(),       device.cc_major,           device.cc_minor,
-          device.smem_per_sm, device.smem_per_block_optin, device.sm_count};
-}
-
 DeviceTarget profile_target(const std::string& arch) {
   const jit::DeviceProfile& profile = jit::device_profile(arch);
   const jit::ComputeCapability cc = jit::compute_capability(profile.arch);

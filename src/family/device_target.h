@@ -1,9 +1,8 @@
 #pragma once
 // DeviceTarget: what a kernel family needs to know about the GPU it serves, from the real
-// device or, for precompiling without it, from the device profile of an arch.
+// device (attention/kernel_choice.h: the family layer knows nothing of the driver) or, for
+// precompiling without it, from the device profile of an arch.
 #include <string>
-
-#include "driver/cuda_driver.h"
 
 namespace mlajit::family {
 
@@ -17,7 +16,6 @@ struct DeviceTarget {
   int sm_count = 0;
 };
 
-DeviceTarget target_of(const driver::DeviceInfo& device);
 // From the built-in profile of `arch` ("sm_90", "sm_90a", "90"); throws Error(kInvalidArgument)
 // listing the profiled archs.
 DeviceTarget profile_target(const std::string& arch);
