@@ -1,9 +1,9 @@
-# Writes a C++ file defining mlajit::jit::embedded_kernel_files(): name -> contents.
+# Writes a C++ file defining mlajit::jit::embedded_kernel_files(): path below ROOT -> contents.
 set(body "")
 set(table "")
 set(index 0)
 foreach(file IN LISTS FILES)
-  get_filename_component(name ${file} NAME)
+  file(RELATIVE_PATH name ${ROOT} ${file})
   file(READ ${file} hex HEX)
   string(LENGTH "${hex}" hex_len)
   math(EXPR size "${hex_len} / 2")

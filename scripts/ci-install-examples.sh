@@ -53,7 +53,7 @@ fi
 grep -q '^mlajit_attention_run' "$work/symbols.txt" || fail "mlajit_attention_run is not exported"
 grep -q '^mlajit::BatchMlaAttention::run' "$work/demangled.txt" ||
   fail "mlajit::BatchMlaAttention::run is not exported"
-if grep -E 'mlajit::(jit|driver|plan|capi|detail)::' "$work/demangled.txt" >&2; then
+if grep -E 'mlajit::(jit|driver|plan|capi|family|detail)::' "$work/demangled.txt" >&2; then
   fail "internal mlajit namespaces are exported"
 fi
 echo "$(wc -l < "$work/symbols.txt") symbols, all mlajit's"

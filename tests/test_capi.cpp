@@ -196,6 +196,87 @@ TEST_CASE("an invalid shape is reported before the GPU is touched") {
   CHECK(attention == nullptr);
 }
 
+TEST_CASE("a shape and options from the 0.1 header are read without their appended fields") {
+  mlajit_attention_t* attention = nullptr;
+  // Garbage beyond an old caller's struct must never be read: the kernel pointer below would
+  // crash, the kv_dtype would be refused.
+  mlajit_shape shape = deepseek_shape();
+  shape.struct_size = offsetof(mlajit_shape, kv_dtype);
+  shape.kv_dtype = static_cast<mlajit_dtype>(99);
+  shape.num_heads = 0;
+  mlajit_options options;
+  mlajit_options_init(&options);
+  options.struct_size = offsetof(mlajit_options, kernel);
+  options.kernel = reinterpret_cast<const char*>(0x1);
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("num_heads=0") != std::string::npos);
+  shape.struct_size = offsetof(mlajit_shape, kv_dtype) - 4;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("from an older mlajit.h") != std::string::npos);
+  // The current layout reads them.
+  shape = deepseek_shape();
+  CHECK(shape.kv_dtype == MLAJIT_KV_DTYPE_SAME);
+  shape.kv_dtype = static_cast<mlajit_dtype>(99);
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("shape->kv_dtype=99") != std::string::npos);
+  CHECK(attention == nullptr);
+}
+
+TEST_CASE("an unknown kernel family or one that cannot serve the shape fails create, saying why") {
+  mlajit_attention_t* attention = nullptr;
+  mlajit_shape shape = deepseek_shape();
+  mlajit_options options;
+  mlajit_options_init(&options);
+  CHECK(options.kernel == nullptr);  // auto
+  options.kernel = "hoppr";
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("'hoppr'") != std::string::npos);
+  CHECK(last_error().find("auto, portable") != std::string::npos);
+  options.kernel = "portable";
+  shape.kv_dtype = MLAJIT_FLOAT8_E4M3;
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("no FP8 KV path yet") != std::string::npos);
+  options.kernel = "auto";
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("no kernel family computes this shape") != std::string::npos);
+  shape = deepseek_shape();
+  shape.dtype = MLAJIT_FLOAT8_E4M3;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("dtype=e4m3") != std::string::npos);
+  CHECK(attention == nullptr);
+}
+
+TEST_CASE("the kernel families are listed through the C ABI") {
+  int count = 0;
+  REQUIRE(mlajit_kernel_family_count(&count) == MLAJIT_OK);
+  REQUIRE(count == static_cast<int>(mlajit::kernel_families().size()));
+  mlajit_kernel_family_info info;
+  info.struct_size = sizeof(info);
+  REQUIRE(mlajit_kernel_family_get(0, &info) == MLAJIT_OK);
+  CHECK(std::string(info.name) == "portable");
+  CHECK(std::string(info.head_dims) == "512/64,256/32");
+  CHECK(std::string(info.archs).find("sm_80,") == 0);
+  CHECK(std::string(info.summary).size() > 10);
+  CHECK(mlajit_kernel_family_get(count, &info) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("index=" + std::to_string(count)) != std::string::npos);
+  CHECK(mlajit_kernel_family_get(-1, &info) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(mlajit_kernel_family_count(nullptr) == MLAJIT_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("the tile info names the family, and its 0.1 layout is filled without it") {
+  mlajit_shape shape = deepseek_shape();
+  mlajit_tile_info tile;
+  tile.struct_size = sizeof(tile);
+  REQUIRE(mlajit_tile_for_arch("sm_90", &shape, &tile) == MLAJIT_OK);
+  CHECK(std::string(tile.family) == "portable");
+  mlajit_tile_info old;
+  std::memset(&old, 0x5a, sizeof(old));
+  old.struct_size = offsetof(mlajit_tile_info, family);
+  REQUIRE(mlajit_tile_for_arch("sm_90", &shape, &old) == MLAJIT_OK);
+  CHECK(std::string(old.spec_text) == tile.spec_text);
+  CHECK(old.family[0] == 0x5a);  // untouched
+}
+
 TEST_CASE("without a CUDA driver, creating an attention object says why") {
   if (mlajit_driver_available()) {
     WARN("a CUDA driver is present: the no-driver path is not exercised here");
@@ -293,7 +374,7 @@ TEST_CASE("the cache statistics are readable without a GPU, also through the 0.1
 TEST_CASE("an invalid spec text fails to precompile with a message naming the field") {
   mlajit_precompile_result result;
   result.struct_size = sizeof(result);
-  CHECK(mlajit_precompile("mla_fa2;q=bf32", &result) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(mlajit_precompile("portable;q=bf32", &result) == MLAJIT_ERROR_INVALID_ARGUMENT);
   CHECK_FALSE(last_error().empty());
   CHECK(last_error().find("bf32") != std::string::npos);
   CHECK(mlajit_precompile("not a spec", nullptr) == MLAJIT_ERROR_INVALID_ARGUMENT);

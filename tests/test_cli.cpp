@@ -19,9 +19,13 @@
 #include <vector>
 
 #include "temp_dir.h"
+#include "family/family_registry.h"
+#include "family/fleet_matrix.h"
+#include "family/portable/portable_tiles.h"
+#include "jit/codegen.h"
+#include "jit/device_profiles.h"
 #include "jit/disk_cache.h"
-#include "jit/fleet_matrix.h"
-#include "jit/tile_config.h"
+#include "jit/kernel_registry.h"
 #include "mlajit/error.h"
 #include "mlajit/kernel_spec.h"
 #include "tools/json_writer.h"
@@ -274,7 +278,8 @@ void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
   mlajit::jit::CacheOptions options;
   options.user_dir = dir;
   mlajit::jit::DiskCache cache(options);
-  const std::vector<std::string> archs{"sm_80", "sm_90", "sm_100", "sm_120"};
+  // sm_90a: an arch-specific target, as a Hopper-only family's specs carry.
+  const std::vector<std::string> archs{"sm_80", "sm_90a", "sm_100", "sm_120"};
   for (int i = 0; i < count; ++i) {
     KernelSpec spec = spec_for(archs[i % archs.size()], i % 2 == 1);
     spec.head_dim_ckv = i / 4 % 2 ? 256 : 512;
@@ -303,23 +308,26 @@ void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
 // ---------------------------------------------------------------- fleet matrix, JSON writer
 
 TEST_CASE("the default fleet matrix is every profiled arch x 2 dtypes x 2 head dims x causal") {
-  using namespace mlajit::jit;
+  using namespace mlajit::family;
   const auto specs = fleet_matrix(FleetMatrixOptions{});
-  CHECK(specs.size() == device_profiles().size() * 2 * 2 * 2);
+  CHECK(specs.size() == mlajit::jit::device_profiles().size() * 2 * 2 * 2);
   std::set<std::string> texts;
   for (const auto& spec : specs) {
     texts.insert(spec.text());
-    const DeviceProfile& profile = device_profile(spec.arch);
     INFO(spec.text());
-    CHECK(spec.tile == select_tile_config(spec, profile.smem_per_sm, profile.smem_per_block_optin));
+    CHECK(spec.family == "portable");  // today the only family: its rows are the matrix
+    CHECK(spec.tile == portable::select_tile_config(spec, profile_target(spec.arch)));
     CHECK(spec.q_dtype == spec.kv_dtype);
     CHECK(spec.kv_dtype == spec.o_dtype);
   }
   CHECK(texts.size() == specs.size());  // no duplicates
+  FleetMatrixOptions portable_only;
+  portable_only.kernel = "portable";
+  CHECK(fleet_matrix(portable_only).size() == specs.size());
 }
 
 TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects unknown ones") {
-  using namespace mlajit::jit;
+  using namespace mlajit::family;
   FleetMatrixOptions options;
   options.archs = {"sm_90", "90", "sm_90a"};
   options.dtypes = {DType::kBFloat16};
@@ -332,13 +340,20 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   CHECK(specs[1].causal);
   options.archs = {"sm_999"};
   CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
+  options.archs = {"sm_90"};
+  options.kernel = "hoppr";
+  CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("auto, portable"));
+  options.kernel = "auto";
+  options.dtypes = {DType::kFloat8E4M3};  // no family has an FP8 row
+  CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("the precompile matrix is empty"));
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
   CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
 }
 
 TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix holds") {
-  using namespace mlajit::jit;
+  using namespace mlajit::family;
+  using portable::tier_of;
   FleetMatrixOptions options;
   options.archs = {"sm_90"};
   options.dtypes = {DType::kBFloat16};
@@ -351,11 +366,22 @@ TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix 
   REQUIRE(tiers.size() == 3);  // sm_90 fits all three
   CHECK(tier_of(tiers[0].tile) == 1);
   options.all_tiers = false;
-  const DeviceProfile& small = device_profile("sm_89");
+  const DeviceTarget small = profile_target("sm_89");
   options.smem = SmemOverride{small.smem_per_sm, small.smem_per_block_optin};
   CHECK(tier_of(fleet_matrix(options)[0].tile) == 3);
+  // Limits no tier fits: the rows are skipped, and the empty matrix says why.
   options.smem = SmemOverride{4096, 4096};
-  CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
+  CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("no MLA tile config fits"));
+  // A family asked for by name that cannot build an asked row says so, naming the row.
+  options.kernel = "portable";
+  try {
+    fleet_matrix(options);
+    FAIL("an impossible row was built");
+  } catch (const mlajit::Error& error) {
+    CHECK(error.code() == mlajit::ErrorCode::kUnsupported);
+    CHECK_THAT(error.what(), Catch::Contains("kernel family 'portable' cannot build bf16 512/64 "
+                                             "for sm_90"));
+  }
 }
 
 TEST_CASE("the JSON writer escapes strings and keeps arrays of objects on the key's line") {
@@ -422,6 +448,10 @@ TEST_CASE("bad options exit 2 with a one-line reason") {
       {"precompile --profile . --dry-run", "'.'"},
       {"bench --shape 128,64", "128,64"},
       {"bench --tier 4", "tier"},
+      // An unknown kernel family lists the known ones, before a GPU is looked for.
+      {"precompile --kernel hoppr --dry-run", "auto, portable"},
+      {"verify --kernel hoppr", "auto, portable"},
+      {"bench --kernel mla_fa2", "auto, portable"},
   };
   for (const auto& [args, mentioned] : cases) {
     const CliRun run = run_cli(args, cache.path());
@@ -440,7 +470,7 @@ TEST_CASE("precompile --dry-run lists the default matrix without compiling") {
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const JsonValue report = parse_json(run.out);
-  const auto expected = mlajit::jit::fleet_matrix(mlajit::jit::FleetMatrixOptions{});
+  const auto expected = mlajit::family::fleet_matrix(mlajit::family::FleetMatrixOptions{});
   REQUIRE(report["matrix"].items.size() == expected.size());
   CHECK(report["specs"].number == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) CHECK(report["matrix"].items[i].text == expected[i].text());
@@ -486,7 +516,8 @@ TEST_CASE("list --json agrees with the entry files on disk") {
   CHECK(direct.exit_code == 0);
   CHECK(direct.out.find("6 entries") != std::string::npos);
   CHECK(direct.out.find("1 do not verify") != std::string::npos);
-  CHECK(direct.out.find("arch=sm_90") != std::string::npos);
+  CHECK(direct.out.find(";arch=sm_90a ") != std::string::npos);  // spec column
+  CHECK(direct.out.find(" sm_90a ") != std::string::npos);       // arch column
   const CliRun empty = run_cli("list", elsewhere.path());
   CHECK(empty.exit_code == 0);
   CHECK(empty.out.find("0 entries") != std::string::npos);
@@ -588,8 +619,8 @@ TEST_CASE("verify and bench without a GPU exit 1 and say why") {
 TEST_CASE("precompile builds the requested matrix into --out and a second run compiles nothing") {
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
-  const std::string args = "precompile --arch sm_80,sm_90 --dtype bf16 --head-dims 512/64 -j 2 "
-                           "--json --out " + shell_quote(out.path());
+  const std::string args = "precompile --kernel portable --arch sm_80,sm_90 --dtype bf16 "
+                           "--head-dims 512/64 -j 2 --json --out " + shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
@@ -628,6 +659,102 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
                               "--out " + shell_quote(out.path()), cache.path());
   CHECK(text.exit_code == 0);
   CHECK(text.err.find("[1/1] ") == 0);
-  CHECK(text.err.find("| cached   mla_fa2;") != std::string::npos);
+  CHECK(text.err.find("| cached   portable;") != std::string::npos);
   CHECK(text.out.find("compiled") != std::string::npos);
+}
+
+namespace {
+
+// Writes into `dir` an entry for every spec of the default matrix, under the key the registry
+// computes for it (as a first precompile would; the payload is no real cubin).
+size_t fill_with_default_matrix(const std::string& dir) {
+  mlajit::jit::CacheOptions options;
+  options.user_dir = dir;
+  mlajit::jit::KernelRegistry registry(options);
+  const auto specs = mlajit::family::fleet_matrix(mlajit::family::FleetMatrixOptions{});
+  for (const KernelSpec& spec : specs) {
+    mlajit::jit::KernelMetadata metadata;
+    metadata.spec_text = spec.text();
+    metadata.lowered_name = "_Z4fakev";
+    metadata.geometry = mlajit::jit::generate_program(spec).geometry;
+    const mlajit::jit::CacheKey key = registry.key_for(spec);
+    registry.cache().get_or_build(key, [&] {
+      return mlajit::jit::CacheEntry{key.text, {0x7f, 'E', 'L', 'F'}, metadata.serialize()};
+    });
+  }
+  return specs.size();
+}
+
+}  // namespace
+
+TEST_CASE("precompile of the default matrix over a complete cache compiles nothing") {
+  // The keys precompile computes for the default matrix are the ones a first run filed its
+  // entries under, in another process: a second run finds them all.
+  REQUIRE_CLI_BUILT();
+  TempDir cache, out;
+  const size_t specs = fill_with_default_matrix(out.path());
+  CHECK(specs == 80);
+  const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue report = parse_json(run.out);
+  CHECK(report["specs"].number == specs);
+  CHECK(report["compiled"].number == 0);
+  CHECK(report["cached"].number == specs);
+  CHECK(report["entries"].items[0]["family"].text == "portable");
+  CHECK(entry_files(out.path()).size() == specs);
+}
+
+TEST_CASE("precompile of the default matrix twice compiles nothing the second time", "[.full]") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache, out;
+  const std::string args = "precompile -j 2 --json --out " + shell_quote(out.path());
+  const CliRun first = run_cli(args, cache.path());
+  REQUIRE(first.exit_code == 0);
+  CHECK(parse_json(first.out)["compiled"].number == 80);
+  const CliRun second = run_cli(args, cache.path());
+  REQUIRE(second.exit_code == 0);
+  CHECK(parse_json(second.out)["compiled"].number == 0);
+  CHECK(parse_json(second.out)["cached"].number == 80);
+}
+
+TEST_CASE("precompile --kernel names the family's rows, and says why it cannot build one") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  const CliRun rows = run_cli("precompile --kernel portable --arch sm_90a --dry-run --json",
+                              cache.path());
+  INFO(rows.err);
+  REQUIRE(rows.exit_code == 0);
+  const JsonValue matrix = parse_json(rows.out);
+  CHECK(matrix["specs"].number == 8);
+  for (const auto& spec : matrix["matrix"].items) {
+    CHECK(spec.text.rfind("portable;", 0) == 0);
+    CHECK(spec.text.find(";arch=sm_90a") != std::string::npos);
+  }
+  const CliRun cannot = run_cli("precompile --kernel portable --arch sm_90 --profile 4K --dry-run",
+                                cache.path());
+  CHECK(cannot.exit_code == 1);
+  CHECK(cannot.err.find("kernel family 'portable' cannot build") != std::string::npos);
+  CHECK(cannot.err.find("no MLA tile config fits") != std::string::npos);
+}
+
+TEST_CASE("info lists the kernel families and what each profiled arch gets, without a GPU") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  const CliRun run = run_cli("info --json", cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue report = parse_json(run.out);
+  REQUIRE(report["families"].items.size() == 1);
+  const JsonValue& portable = report["families"].items[0];
+  CHECK(portable["name"].text == "portable");
+  CHECK(portable["archs"].items.size() == 10);
+  CHECK(portable["head_dims"].items[0].text == "512/64");
+  CHECK(report["archs"]["sm_90"]["family"].text == "portable");
+  CHECK(report["archs"]["sm_90"]["tier"].number == 1);
+  CHECK(report["archs"]["sm_86"]["tier"].number == 3);
+  CHECK(report["archs"]["sm_80"]["spec"].text.find("arch=sm_80") != std::string::npos);
+  const CliRun text = run_cli("info", cache.path());
+  CHECK(text.out.find("family  portable: ") != std::string::npos);
+  CHECK(text.out.find("arch    sm_90   default shape gets portable tier 1") != std::string::npos);
 }

@@ -24,6 +24,7 @@ struct BenchArgs {
   int iterations = 30;
   int warmup = 5;
   int device = 0;
+  std::string kernel = "auto";
   std::string csv;
   std::string plot;
   bool json = false;
@@ -187,8 +188,10 @@ std::string csv_path_for(const BenchArgs& args) {
 
 int run_bench(const BenchArgs& args, const CLI::App& app) {
   const auto shapes = bench_shapes(args, app);
+  check_kernel_option(args.kernel);
   require_gpu("bench", args.device);
   MlaBenchOptions options;
+  options.kernel = args.kernel;
   options.iterations = args.iterations;
   options.warmup = args.warmup;
   options.device = args.device;
@@ -232,6 +235,9 @@ Command add_bench_command(CLI::App& parent) {
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   app->add_option("--device", args->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  app->add_option("--kernel", args->kernel,
+                  "kernel family to time ('auto': the one each shape gets on the device)")
+      ->capture_default_str();
   app->add_option("--csv", args->csv, "also write the results as CSV to FILE");
   app->add_option("--plot", args->plot,
                   "roofline-style PNG (GB/s vs TFLOP/s against 4530 GB/s and 772 TFLOP/s), drawn "

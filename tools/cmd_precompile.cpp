@@ -1,5 +1,6 @@
-// `mlajit precompile`: builds the fleet matrix of kernel specs into a cache directory, in
-// parallel, skipping entries that are already there.
+// `mlajit precompile`: builds the fleet matrix of kernel specs (every kernel family's rows, or
+// one family's with --kernel) into a cache directory, in parallel, skipping entries that are
+// already there.
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -10,22 +11,24 @@
 
 #include "cli_support.h"
 #include "commands.h"
-#include "jit/fleet_matrix.h"
+#include "family/family_registry.h"
+#include "family/fleet_matrix.h"
 #include "jit/kernel_registry.h"
 #include "jit/nvrtc_compiler.h"
-#include "jit/tile_config.h"
 #include "json_writer.h"
 #include "mlajit/error.h"
+#include "mlajit/runtime.h"
 #include "progress.h"
 
 namespace mlajit::cli {
 namespace {
 
 struct PrecompileArgs {
+  std::string kernel = "auto";
   std::vector<std::string> archs{"all"};
-  std::vector<std::string> dtypes{"bf16", "f16"};
-  std::vector<std::string> head_dims{"512/64", "256/32"};
-  std::vector<int> causal{0, 1};
+  std::vector<std::string> dtypes;     // empty: every family row's
+  std::vector<std::string> head_dims;  // empty: every family row's
+  std::vector<int> causal;             // empty: both
   std::string profile;
   bool all_tiers = false;
   int jobs = 0;
@@ -44,7 +47,7 @@ struct Outcome {
 };
 
 // "SMEM_PER_SM" or "SMEM_PER_SM/SMEM_PER_BLOCK", each a size (233472, 228K).
-jit::SmemOverride parse_profile(const std::string& text) {
+family::SmemOverride parse_profile(const std::string& text) {
   const auto parts = split_list(text, '/');
   if (parts.empty() || parts.size() > 2) {
     throw UsageError(fmt::format(
@@ -58,22 +61,18 @@ jit::SmemOverride parse_profile(const std::string& text) {
   return {static_cast<int>(per_sm), static_cast<int>(per_block)};
 }
 
-jit::FleetMatrixOptions matrix_options(const PrecompileArgs& args) {
-  jit::FleetMatrixOptions options;
+family::FleetMatrixOptions matrix_options(const PrecompileArgs& args) {
+  family::FleetMatrixOptions options;
+  check_kernel_option(args.kernel);
+  options.kernel = args.kernel;
   const bool all_archs = std::find(args.archs.begin(), args.archs.end(), "all") != args.archs.end();
   if (!all_archs) options.archs = args.archs;
-  as_usage("--arch", [&] {
-    for (const auto& arch : options.archs) jit::device_profile(arch);  // names the known archs
-  });
   as_usage("--dtype", [&] {
-    options.dtypes.clear();
     for (const auto& dtype : args.dtypes) options.dtypes.push_back(parse_dtype(dtype));
   });
   as_usage("--head-dims", [&] {
-    options.head_dims.clear();
-    for (const auto& dims : args.head_dims) options.head_dims.push_back(jit::parse_head_dims(dims));
+    for (const auto& dims : args.head_dims) options.head_dims.push_back(family::parse_head_dims(dims));
   });
-  options.causal.clear();
   for (int causal : args.causal) options.causal.push_back(causal != 0);
   if (!args.profile.empty()) options.smem = parse_profile(args.profile);
   options.all_tiers = args.all_tiers;
@@ -180,7 +179,9 @@ Json json_report(const std::vector<KernelSpec>& specs, const std::vector<Outcome
   for (size_t i = 0; i < specs.size(); ++i) {
     Json entry = Json::object();
     entry.set("spec", specs[i].text()).set("arch", specs[i].arch);
-    entry.set("tier", jit::tier_of(specs[i].tile)).set("status", outcomes[i].status);
+    entry.set("family", specs[i].family);
+    entry.set("tier", family::find_family(specs[i].family).tier_of(specs[i]));
+    entry.set("status", outcomes[i].status);
     entry.set("bytes", outcomes[i].bytes).set("seconds", outcomes[i].seconds);
     if (!outcomes[i].key.empty()) entry.set("key", outcomes[i].key);
     if (!outcomes[i].error.empty()) entry.set("error", outcomes[i].error);
@@ -211,7 +212,7 @@ int run_precompile(const PrecompileArgs& args) {
   const std::vector<KernelSpec> specs = [&] {
     std::vector<KernelSpec> built;
     const auto options = matrix_options(args);
-    as_usage("precompile matrix", [&] { built = jit::fleet_matrix(options); });
+    as_usage("precompile matrix", [&] { built = family::fleet_matrix(options); });
     return built;
   }();
   if (args.dry_run) {
@@ -238,30 +239,51 @@ int run_precompile(const PrecompileArgs& args) {
   return summary.failed == 0 ? kExitOk : kExitFailure;
 }
 
+// "bf16,f16" / "512/64,256/32": what the families' rows hold, for the help text.
+std::string row_values(const std::function<std::string(const MlaShape&)>& value) {
+  std::vector<std::string> values;
+  for (const family::KernelFamily* kernels : family::kernel_families()) {
+    for (const MlaShape& shape : kernels->fleet_shapes()) {
+      const std::string text = value(shape);
+      if (std::find(values.begin(), values.end(), text) == values.end()) values.push_back(text);
+    }
+  }
+  return fmt::format("{}", fmt::join(values, ","));
+}
+
 }  // namespace
 
 Command add_precompile_command(CLI::App& parent) {
   auto args = std::make_shared<PrecompileArgs>();
   CLI::App* app = parent.add_subcommand(
       "precompile",
-      "Compile the matrix of kernel specs (arch x dtype x head dims x causal) into a cache "
-      "directory, so that GPUs of those archs start without compiling. Entries already present "
-      "are skipped. Exits 1 when any spec fails to compile.");
+      "Compile the matrix of kernel specs (arch x kernel family x the family's rows of dtype, "
+      "head dims and causal) into a cache directory, so that GPUs of those archs start without "
+      "compiling. Entries already present are skipped. Exits 1 when any spec fails to compile, "
+      "or when the family asked for cannot build an asked row (saying why).");
+  app->add_option("--kernel", args->kernel,
+                  "kernel family whose rows to build, or 'auto' for every family's")
+      ->capture_default_str();
   app->add_option("--arch", args->archs,
                   "target archs, comma-separated (sm_80,sm_90,...), or 'all' for every profiled "
                   "arch")
       ->delimiter(',')
       ->capture_default_str();
-  app->add_option("--dtype", args->dtypes, "dtypes of q/kv/out: bf16,f16")
+  app->add_option("--dtype", args->dtypes,
+                  "only rows of these dtypes of q/kv/out (default: every row's: " +
+                      row_values([](const MlaShape& s) { return std::string(dtype_name(s.dtype)); }) +
+                      ")")
+      ->delimiter(',');
+  app->add_option("--head-dims", args->head_dims,
+                  "only rows of these CKV/KPE head-dim pairs (default: every row's: " +
+                      row_values([](const MlaShape& s) {
+                        return family::head_dims_text({s.head_dim_ckv, s.head_dim_kpe});
+                      }) +
+                      ")")
+      ->delimiter(',');
+  app->add_option("--causal", args->causal, "only rows of these causal settings (default: 0,1)")
       ->delimiter(',')
-      ->capture_default_str();
-  app->add_option("--head-dims", args->head_dims, "CKV/KPE head-dim pairs: 512/64,256/32")
-      ->delimiter(',')
-      ->capture_default_str();
-  app->add_option("--causal", args->causal, "causal settings to build: 0,1")
-      ->delimiter(',')
-      ->check(CLI::Range(0, 1))
-      ->capture_default_str();
+      ->check(CLI::Range(0, 1));
   app->add_option("--profile", args->profile,
                   "SMEM_PER_SM[/SMEM_PER_BLOCK]: shared-memory limits (bytes, or 228K) used for "
                   "every arch instead of its device profile");

@@ -2,13 +2,9 @@
 // the host C++ compiler (the hopper family encodes it for every run) and by NVRTC, so it uses
 // only fixed-width integer types. Its layout is part of the cache key, like MlaParams'.
 #pragma once
+#include "common/tensor_map.cuh"
 
 namespace mlajit_kernel {
-
-// A CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned.
-struct alignas(64) TensorMapBytes {
-  uint64_t opaque[16];
-};
 
 // Tensor maps of the paged cache as [page][token][column], used when every KV tile lies
 // inside one page (page_size a multiple of 64, and tiles starting on multiples of 64, which

@@ -27,7 +27,7 @@
 #include "common/ptx_math.cuh"
 #include "common/ptx_mma.cuh"
 #include "hopper/hopper_params.cuh"
-#include "hopper/tma.cuh"
+#include "common/ptx_tma.cuh"
 #include "hopper/wgmma.cuh"
 
 namespace mlajit_kernel {

@@ -4,9 +4,9 @@ The library is found through $MLAJIT_LIBRARY, next to this package, or on the lo
 """
 from ._capi import MlajitError
 from .attention import BatchMlaAttention, ShapeSpec, make_run_args
-from .runtime import (cache_stats, devices, driver_available, precompile, tile_for_arch,
-                      tile_for_device, version)
+from .runtime import (cache_stats, devices, driver_available, kernel_families, precompile,
+                      tile_for_arch, tile_for_device, version)
 
 __all__ = ["BatchMlaAttention", "MlajitError", "ShapeSpec", "make_run_args", "cache_stats",
-           "devices", "driver_available", "precompile", "tile_for_arch", "tile_for_device",
-           "version"]
+           "devices", "driver_available", "kernel_families", "precompile", "tile_for_arch",
+           "tile_for_device", "version"]

@@ -5,13 +5,16 @@ from . import _capi
 from . import _streams
 from . import _tensors as T
 
-_DTYPES = {"bf16": T.BF16, "bfloat16": T.BF16, "f16": T.F16, "float16": T.F16, "half": T.F16}
+_DTYPES = {"bf16": T.BF16, "bfloat16": T.BF16, "f16": T.F16, "float16": T.F16, "half": T.F16,
+           "e4m3": T.E4M3, "float8_e4m3fn": T.E4M3}
+_C_DTYPES = {T.F16: _capi.FLOAT16, T.BF16: _capi.BFLOAT16, T.E4M3: _capi.FLOAT8_E4M3}
 
 
-def _dtype_name(dtype):
+def _dtype_name(dtype, what="dtype"):
     text = str(dtype).replace("torch.", "")
     if text not in _DTYPES:
-        raise TypeError(f"dtype {dtype!r} is not supported: expected bfloat16 or float16")
+        raise TypeError(f"{what} {dtype!r} is not supported: expected bfloat16 or float16 (or "
+                        f"float8_e4m3fn for the KV cache)")
     return _DTYPES[text]
 
 
@@ -66,22 +69,30 @@ def _int32_array(name, values, length=None):
 
 
 class ShapeSpec:
-    """What a BatchMlaAttention computes (mirrors mlajit::MlaShape)."""
+    """What a BatchMlaAttention computes (mirrors mlajit::MlaShape). `dtype` is that of the
+    queries and the output; `kv_dtype` that of the KV cache (None: the same as dtype)."""
 
     def __init__(self, num_heads=128, head_dim_ckv=512, head_dim_kpe=64, page_size=64,
-                 dtype="bfloat16", causal=False):
+                 dtype="bfloat16", causal=False, kv_dtype=None):
         self.num_heads = _int32("num_heads", num_heads)
         self.head_dim_ckv = _int32("head_dim_ckv", head_dim_ckv)
         self.head_dim_kpe = _int32("head_dim_kpe", head_dim_kpe)
         self.page_size = _int32("page_size", page_size)
         self.dtype, self.causal = _dtype_name(dtype), bool(causal)
+        self.kv_dtype = None if kv_dtype is None else _dtype_name(kv_dtype, "kv_dtype")
+
+    @property
+    def cache_dtype(self):
+        """The KV cache's dtype name: kv_dtype, or dtype when unset."""
+        return self.dtype if self.kv_dtype is None else self.kv_dtype
 
     def to_c(self):
         shape = _capi.new(_capi.Shape)
         shape.num_heads, shape.head_dim_ckv = self.num_heads, self.head_dim_ckv
         shape.head_dim_kpe, shape.page_size = self.head_dim_kpe, self.page_size
-        shape.dtype = _capi.BFLOAT16 if self.dtype == T.BF16 else _capi.FLOAT16
+        shape.dtype = _C_DTYPES[self.dtype]
         shape.causal = int(self.causal)
+        shape.kv_dtype = _capi.KV_DTYPE_SAME if self.kv_dtype is None else _C_DTYPES[self.kv_dtype]
         return shape
 
 
@@ -98,9 +109,9 @@ def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_sca
     qp = T.describe("q_pe", q_pe)
     T.require(qp, shape.dtype, (tokens, h, dk), device)
     c = T.describe("ckv", ckv)
-    T.require(c, shape.dtype, (None, page, dc), device)
+    T.require(c, shape.cache_dtype, (None, page, dc), device)
     k = T.describe("kpe", kpe)
-    T.require(k, shape.dtype, (c.shape[0], page, dk), device)
+    T.require(k, shape.cache_dtype, (c.shape[0], page, dk), device)
     idx = T.describe("kv_indices", kv_indices)
     T.require(idx, T.I32, (None,), device)
     o = T.describe("out", out)
@@ -147,7 +158,7 @@ def _all_torch(tensors):
 class BatchMlaAttention:
     """Batched MLA decode/prefill over a paged compressed KV cache (see include/mlajit/attention.h).
 
-    attention = BatchMlaAttention(num_heads=128, dtype=torch.bfloat16, device=0)
+    attention = BatchMlaAttention(num_heads=128, dtype=torch.bfloat16, device=0)  # kernel="auto"
     attention.plan(qo_indptr, kv_indptr, kv_len)          # host ints, when the batch changes
     out = attention.run(q_nope, q_pe, ckv, kpe, kv_indices, sm_scale)  # on torch.cuda.current_stream()
     Not thread-safe: one object per thread (or a lock)."""
@@ -155,8 +166,11 @@ class BatchMlaAttention:
     def __init__(self, num_heads=128, head_dim_ckv=512, head_dim_kpe=64, page_size=64,
                  dtype="bfloat16", causal=False, device=None, cluster_size=0, lse_base="2",
                  workspace_bytes=0, force_tier=0, force_two_launch=False,
-                 validate_kv_indices=False):
-        self.shape = ShapeSpec(num_heads, head_dim_ckv, head_dim_kpe, page_size, dtype, causal)
+                 validate_kv_indices=False, kv_dtype=None, kernel="auto"):
+        self.shape = ShapeSpec(num_heads, head_dim_ckv, head_dim_kpe, page_size, dtype, causal,
+                               kv_dtype)
+        if not isinstance(kernel, str):
+            raise TypeError(f"kernel must be a kernel family name (str) or 'auto', got {kernel!r}")
         if device is None:
             device = _current_torch_device()
         elif not isinstance(device, int):
@@ -174,6 +188,7 @@ class BatchMlaAttention:
         options.workspace_bytes = _uint64("workspace_bytes", workspace_bytes)
         options.lse_base = _capi.LSE_NATURAL if str(lse_base) == "e" else _capi.LSE_BASE2
         options.validate_kv_indices = int(validate_kv_indices)
+        options.kernel = kernel.encode()  # the library names the known families if unknown
         self._lib = _capi.library()
         self._handle = ctypes.c_void_p()
         shape_c = self.shape.to_c()

@@ -112,6 +112,38 @@ class RunArgumentChecks(unittest.TestCase):
     def test_unknown_dtype_of_the_shape_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, r"dtype 'int8' is not supported"):
             f16_shape(dtype="int8")
+        with self.assertRaisesRegex(TypeError, r"kv_dtype 'fp8' is not supported"):
+            f16_shape(kv_dtype="fp8")
+
+    def test_the_kv_cache_is_checked_against_its_own_dtype(self):
+        shape = f16_shape(kv_dtype="e4m3")
+        self.assertEqual(shape.to_c().kv_dtype, _capi.FLOAT8_E4M3)
+        self.assertEqual(f16_shape().to_c().kv_dtype, _capi.KV_DTYPE_SAME)
+        e4m3 = FakeDtype("float8_e4m3fn")
+        tensors = torch_tensors()
+        tensors["q_nope"] = FakeTorchTensor((3, 16, 512), FakeDtype("float16"))
+        tensors["q_pe"] = FakeTorchTensor((3, 16, 64), FakeDtype("float16"), ptr=0x7f0000100000)
+        tensors["out"] = FakeTorchTensor((3, 16, 512), FakeDtype("float16"), ptr=0x7f0000600000)
+        with self.assertRaisesRegex(TypeError, r"ckv has dtype bfloat16: expected float8_e4m3fn"):
+            mlajit.make_run_args(shape, 0, sm_scale=0.07, **tensors)
+        # One byte per element: a row stride must be a multiple of 16 elements, not 8.
+        tensors["ckv"] = FakeTorchTensor((5, 64, 512), e4m3, ptr=0x7f0000200000,
+                                         strides=(64 * 520, 520, 1))
+        tensors["kpe"] = FakeTorchTensor((5, 64, 64), e4m3, ptr=0x7f0000400000)
+        with self.assertRaisesRegex(ValueError, r"ckv has stride 520 .* multiple of 16 elements"):
+            mlajit.make_run_args(shape, 0, sm_scale=0.07, **tensors)
+        tensors["ckv"] = FakeTorchTensor((5, 64, 512), e4m3, ptr=0x7f0000200000)
+        args = mlajit.make_run_args(shape, 0, sm_scale=0.07, **tensors)
+        self.assertEqual((args.ckv_stride_page, args.ckv_stride_token), (64 * 512, 512))
+
+    def test_the_kernel_family_must_be_a_name(self):
+        saved = _capi._library
+        _capi._library = RecordingLibrary()
+        try:
+            with self.assertRaisesRegex(TypeError, r"kernel must be a kernel family name"):
+                mlajit.BatchMlaAttention(num_heads=16, device=0, kernel=None)
+        finally:
+            _capi._library = saved
 
 
 class HostIntegerChecks(unittest.TestCase):
@@ -326,9 +358,37 @@ class ThroughTheLibrary(unittest.TestCase):
         self.assertEqual(caught.exception.code, "NO_DRIVER")
         self.assertIn("libcuda", str(caught.exception))
 
+    def test_an_unknown_kernel_family_is_refused_listing_the_known_ones(self):
+        library_or_skip(self)
+        with self.assertRaises(mlajit.MlajitError) as caught:
+            mlajit.BatchMlaAttention(device=0, kernel="hoppr")
+        self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
+        self.assertIn("'hoppr'", str(caught.exception))
+        self.assertIn("auto, portable", str(caught.exception))
+
+    def test_a_family_that_cannot_serve_the_shape_says_why(self):
+        library_or_skip(self)
+        with self.assertRaises(mlajit.MlajitError) as caught:
+            mlajit.BatchMlaAttention(device=0, kernel="portable", kv_dtype="float8_e4m3fn")
+        self.assertEqual(caught.exception.code, "UNSUPPORTED")
+        self.assertIn("no FP8 KV path yet", str(caught.exception))
+        with self.assertRaises(mlajit.MlajitError) as caught:
+            mlajit.BatchMlaAttention(device=0, dtype="e4m3")
+        self.assertEqual(caught.exception.code, "UNSUPPORTED")
+        self.assertIn("dtype=e4m3", str(caught.exception))
+
+    def test_kernel_families_are_listed(self):
+        library_or_skip(self)
+        families = mlajit.kernel_families()
+        self.assertEqual(families[0]["name"], "portable")
+        self.assertEqual(families[0]["head_dims"], ["512/64", "256/32"])
+        self.assertIn("sm_90", families[0]["archs"])
+        self.assertTrue(families[0]["summary"])
+
     def test_tile_for_arch_needs_no_gpu(self):
         library_or_skip(self)
         tile = mlajit.tile_for_arch("sm_90")
+        self.assertEqual(tile["family"], "portable")
         self.assertIn(tile["tier"], (1, 2, 3))
         self.assertIn("arch=sm_90", tile["spec_text"])
         with self.assertRaises(mlajit.MlajitError) as caught:

@@ -130,7 +130,7 @@ void launch_spin(const jit::LoadedKernel& spin, CUstream stream, double millisec
   } params{static_cast<unsigned long long>(milliseconds * 1e6)};
   void* args[] = {&params};
   driver::LaunchConfig config;
-  config.block_x = 32;
+  config.block_x = static_cast<unsigned>(spin.metadata.geometry.threads_per_block);
   config.stream = stream;
   spin.function.launch(config, args);
 }
@@ -175,6 +175,7 @@ MlaBenchResult bench_one(const MlaBenchShape& shape, const MlaBenchOptions& opti
   mla.causal = shape.causal;
   MlaOptions mla_options;
   mla_options.device = options.device;
+  mla_options.kernel = options.kernel;
   mla_options.force_tier = shape.force_tier;
   BatchMlaAttention attention(mla, mla_options);
   driver::Stream stream;

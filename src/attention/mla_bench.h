@@ -38,6 +38,7 @@ struct MlaBenchResult {
 };
 
 struct MlaBenchOptions {
+  std::string kernel = "auto";  // MlaOptions::kernel of every shape
   int warmup = 5;
   int iterations = 30;
   double pool_gb = 4.53;  // KV pool size (must exceed L2 many times over)

@@ -88,9 +88,10 @@ uint16_t float_to_half(DType dtype, float value) {
   switch (dtype) {
     case DType::kFloat16: return float_to_fp16(value);
     case DType::kBFloat16: return float_to_bf16(value);
+    case DType::kFloat8E4M3: break;  // one byte: not a 16-bit type
   }
   throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("float_to_half: unknown dtype {} (expected f16 or bf16)",
+              fmt::format("float_to_half: dtype {} is not a 16-bit type (expected f16 or bf16)",
                           static_cast<int>(dtype)));
 }
 
@@ -98,9 +99,10 @@ float half_to_float(DType dtype, uint16_t bits) {
   switch (dtype) {
     case DType::kFloat16: return fp16_to_float(bits);
     case DType::kBFloat16: return bf16_to_float(bits);
+    case DType::kFloat8E4M3: break;  // one byte: not a 16-bit type
   }
   throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("half_to_float: unknown dtype {} (expected f16 or bf16)",
+              fmt::format("half_to_float: dtype {} is not a 16-bit type (expected f16 or bf16)",
                           static_cast<int>(dtype)));
 }
 

@@ -6,7 +6,8 @@
 
 namespace mlajit::jit {
 
-// File name (e.g. "mla_fa2.cuh") -> contents, as they were when the library was built.
+// Path below kernels/ (e.g. "portable/mla_fa2.cuh", the name #include directives use) ->
+// contents, as they were when the library was built.
 const std::map<std::string, std::string_view>& embedded_kernel_files();
 
 }  // namespace mlajit::jit

@@ -5,6 +5,7 @@
 
 #include "attention/mla_check.h"
 #include "gpu_test_support.h"
+#include "mlajit/runtime.h"
 
 namespace mlajit {
 namespace {
@@ -178,6 +179,27 @@ TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
       CHECK(result.passed(1e-2));
     }
   }
+}
+
+TEST_CASE("a forced kernel family runs and its spec says so; a family's errors come first",
+          "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  auto check = make_random_case("kernel=portable decode H16 page64", shape_of(16, 64), 5, 1, 1,
+                                900, 800);
+  check.options.kernel = "portable";
+  check_case(check);
+  MlaOptions options;
+  options.device = 0;
+  options.kernel = "portable";
+  const BatchMlaAttention attention(shape_of(128, 64), options);
+  CHECK(attention.spec_text().rfind("portable;", 0) == 0);
+  CHECK(attention.spec_text() == tile_for(0, shape_of(128, 64), options).spec_text);
+  options.kernel = "hoppr";
+  CHECK_THROWS_WITH(BatchMlaAttention(shape_of(128, 64), options),
+                    Catch::Contains("auto, portable"));
+  MlaShape fp8 = shape_of(128, 64);
+  fp8.kv_dtype = DType::kFloat8E4M3;
+  CHECK_THROWS_WITH(BatchMlaAttention(fp8), Catch::Contains("no FP8 KV path yet"));
 }
 
 }  // namespace mlajit

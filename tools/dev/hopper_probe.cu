@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "common/ptx_cp_async.cuh"
-#include "hopper/tma.cuh"
+#include "common/ptx_tma.cuh"
 #include "hopper/wgmma.cuh"
 
 #include <cuda.h>

@@ -1,5 +1,5 @@
-// Standalone correctness and timing harness for kernels/mla_fa2.cuh (development tool, not part
-// of the library build). Builds small plans by hand, runs the kernel cooperatively (and the
+// Standalone correctness and timing harness for kernels/portable/mla_fa2.cuh (development tool,
+// not part of the library build). Builds small plans by hand, runs the kernel cooperatively (and the
 // phase 1 + phase 2 two-launch path), compares out and lse against a float64 CPU reference and
 // times two decode shapes. Build and run: tools/dev/run_harness.sh.
 //
@@ -8,7 +8,7 @@
 // instantiates many configurations; each is checked against the host formula instead.
 #include <cstdint>
 
-#include "mla_fa2.cuh"
+#include "portable/mla_fa2.cuh"  // by its path below kernels/, as NVRTC names it
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -2,7 +2,8 @@
 # Builds (when asked, or when no binary is there) and runs the MLA kernel harness.
 #   tools/dev/run_harness.sh [--build] [--correctness|--timing]
 # Layout: run from the repository (kernels/ and tools/dev/ beside each other) or from a flat
-# copy holding mla_kernel_harness.cu, run_harness.sh and a kernels/ folder.
+# copy holding mla_kernel_harness.cu, run_harness.sh and a kernels/ folder (with its
+# common/, portable/ and utility/ subfolders: kernel files include each other by those paths).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [[ -d "$here/kernels" ]]; then kernels="$here/kernels"; else kernels="$here/../../kernels"; fi

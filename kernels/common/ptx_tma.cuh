@@ -1,8 +1,10 @@
 // Transaction barriers (mbarrier) and bulk tensor copies (TMA, cp.async.bulk.tensor) for
-// sm_90. A copy names a tensor map (encoded on the host with cuTensorMapEncodeTiled and
-// passed as a __grid_constant__ kernel parameter, so its address is a parameter-space
-// address the copy engine can read) and completes on an mbarrier by transaction bytes.
+// sm_90. A copy names a tensor map (encoded on the host with cuTensorMapEncodeTiled,
+// src/driver/tensor_map.h, and passed as a __grid_constant__ TensorMapBytes kernel parameter,
+// so its address is a parameter-space address the copy engine can read) and completes on an
+// mbarrier by transaction bytes.
 #pragma once
+#include "common/tensor_map.cuh"
 
 namespace mlajit_kernel {
 
@@ -61,6 +63,16 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* tensor_map
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
       " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
       "l"(tensor_map), "r"(x), "r"(y), "r"(barrier), "l"(policy)
+      : "memory");
+}
+
+// The same without a cache hint.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* tensor_map, int32_t x,
+                                            int32_t y, uint32_t barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+      "l"(tensor_map), "r"(x), "r"(y), "r"(barrier)
       : "memory");
 }
 

@@ -44,8 +44,8 @@ struct PdlProbeParams {
 }  // namespace mlajit_kernel
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#include "ptx_cp_async.cuh"  // smem_address
-#include "spin.cuh"          // global_timer_ns
+#include "common/ptx_cp_async.cuh"  // smem_address
+#include "utility/spin.cuh"          // global_timer_ns
 
 namespace mlajit_kernel {
 

@@ -27,7 +27,7 @@ struct DemoParams {
 }  // namespace mlajit_kernel
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#include "grid_barrier.cuh"
+#include "common/grid_barrier.cuh"
 
 namespace mlajit_kernel {
 

@@ -13,14 +13,14 @@
 //  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache.
 // The host contract (work items, merge records, phases) is in mla_params.cuh.
 #pragma once
-#include "grid_barrier.cuh"
-#include "mla_merge.cuh"
-#include "mla_params.cuh"
-#include "ptx_cp_async.cuh"
-#include "ptx_dtype.cuh"
-#include "ptx_math.cuh"
-#include "ptx_mma.cuh"
-#include "smem_swizzle.cuh"
+#include "common/grid_barrier.cuh"
+#include "common/mla_merge.cuh"
+#include "common/mla_params.cuh"
+#include "common/ptx_cp_async.cuh"
+#include "common/ptx_dtype.cuh"
+#include "common/ptx_math.cuh"
+#include "common/ptx_mma.cuh"
+#include "common/smem_swizzle.cuh"
 
 namespace mlajit_kernel {
 

@@ -6,7 +6,7 @@
 // cols 8+2c..; [6,7] row g+8, cols 8+2c... The matching 16x16 A operand is four packed
 // registers in the order [0,1] [2,3] [4,5] [6,7].
 #pragma once
-#include "ptx_dtype.cuh"
+#include "common/ptx_dtype.cuh"
 
 namespace mlajit_kernel {
 

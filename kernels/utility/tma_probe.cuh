@@ -21,13 +21,14 @@ constexpr int kTmaProbeThreads = 128;
 }  // namespace mlajit_kernel
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#include "ptx_tma.cuh"
-#include "smem_swizzle.cuh"
+#include "common/ptx_cp_async.cuh"  // smem_address
+#include "common/ptx_tma.cuh"
+#include "common/smem_swizzle.cuh"
 
 namespace mlajit_kernel {
 
 __global__ void __launch_bounds__(kTmaProbeThreads)
-    tma_probe(const __grid_constant__ TmaDescriptor map, uint16_t* out, uint32_t* misaligned) {
+    tma_probe(const __grid_constant__ TensorMapBytes map, uint16_t* out, uint32_t* misaligned) {
   // The 128B swizzle XORs shared-address bits 4-6 with bits 7-9: only a box that starts on a
   // 1024-byte boundary has the row-relative layout Swizzle<8> describes.
   __shared__ alignas(1024) uint16_t box[kTmaProbeBoxRows * kTmaProbeBoxCols];

@@ -3,9 +3,9 @@
 // written by other CTAs before the grid barrier (or by an earlier launch), so they are read
 // with ld.global.cg: the L2 is the point of coherence, this SM's L1 might hold stale lines.
 #pragma once
-#include "mla_params.cuh"
-#include "ptx_dtype.cuh"
-#include "ptx_math.cuh"
+#include "common/mla_params.cuh"
+#include "common/ptx_dtype.cuh"
+#include "common/ptx_math.cuh"
 
 namespace mlajit_kernel {
 
