@@ -111,8 +111,8 @@ TEST_CASE("an mla_fa2 program names its kernel instance and sets the prelude con
   const KernelSpec spec = mla_spec("sm_90a", DType::kBFloat16, 512, 64, false);
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
-        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, 512, 64, "
-        "false, 2, 64, true, 64>>");
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, "
+        "mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, 512, 64, false, 2, 64, true, 64>>");
   CHECK(program.request.arch == "sm_90a");
   CHECK(program.request.random_seed == 0);
   CHECK(program.threads_per_block == 256);
@@ -138,8 +138,8 @@ TEST_CASE("an f16 causal spec with 256/32 heads names the matching instance") {
   spec.tile = tile_tier(3);
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
-        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, 256, 32, "
-        "true, 1, 16, false, 64>>");
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, "
+        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 256, 32, true, 1, 16, false, 64>>");
   // Q 64x256 + 64x32 and one stage of KV 16x256 + 16x64 (kpe or P), 2 bytes each, plus
   // 2 x 64 floats of softmax exchange: 32768 + 4096 + 8192 + 2048 + 512.
   CHECK(program.dynamic_smem_bytes == 47616);

@@ -125,8 +125,9 @@ void check_mla_spec(const KernelSpec& spec) {
 
 std::string mla_name_expression(const KernelSpec& spec) {
   return fmt::format(
-      "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}>>",
-      dtype_type(spec.q_dtype), spec.head_dim_ckv, spec.head_dim_kpe,
+      "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>>",
+      dtype_type(spec.q_dtype), dtype_type(spec.kv_dtype), dtype_type(spec.o_dtype),
+      spec.head_dim_ckv, spec.head_dim_kpe,
       spec.causal ? "true" : "false", spec.tile.num_stages, spec.tile.kv_tile,
       spec.tile.qk_shard ? "true" : "false", spec.tile.q_tile);
 }
