@@ -35,20 +35,28 @@ struct SameType<A, A> {
   static constexpr bool value = true;
 };
 
-// The last two parameters are code paths a spec can leave out; their defaults are what the
-// production kernel takes for the usual shapes (page size >= KV tile).
+// Which tiles take the NarrowRows layout (tiles of at most 16 valid rows).
+//  - kNever: none. The host's choice when no tile can have that few rows: tiles start at
+//    multiples of Q_TILE = 64 packed rows, so a tile's row count is (q_len * num_heads) mod 64
+//    or 64, never 1..16 when num_heads is a multiple of 32.
+//  - kLargeTier (production): those of the large tier only (64-token tiles, 2 stages). On the
+//    H200 the smaller tiers ran their 64-row tiles (128 heads) 7-8% slower once the narrow code
+//    was in the kernel (register allocation), while their narrow tiles gained 1.6-1.8x.
+//  - kEveryTier: every tier (a development setting: MLAJIT_DEV_NARROW_ALL_TIERS in the harness).
+enum class NarrowTiles { kNever, kLargeTier, kEveryTier };
+
+// The last two parameters are code paths a spec can leave out (each costs a copy of the KV
+// loop in the program). Their defaults are right for every shape: page ids the usual way (as
+// pages of at least a KV tile take them) and the production narrow rule.
 //  - PAGE_IDS_AHEAD: each KV tile's page ids are fetched a tile ahead of its copies, into
 //    registers. Worth it when pages are shorter than the KV tile (every row of a tile may lie
 //    on its own page, and the id load would otherwise stall the copies): on the H200 page 1
 //    ran 19-25% faster with it; page sizes >= KV tile gain nothing. Either way is correct for
 //    every page size; the host chooses by the page size it plans for.
-//  - NARROW_TILES: tiles of <= 16 rows take NarrowRows. Production: only the large tier
-//    (64-token tiles, 2 stages): on the H200 the smaller tiers ran their 64-row tiles (128
-//    heads) 7-8% slower once the narrow code was in the kernel (register allocation), while
-//    their narrow tiles gained 1.6-1.8x.
+//  - NARROW_TILES: see NarrowTiles.
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
           bool CAUSAL, int NUM_STAGES, int KV_TILE, bool QK_SHARD, int Q_TILE,
-          bool PAGE_IDS_AHEAD = false, bool NARROW_TILES = (KV_TILE >= 64 && NUM_STAGES >= 2)>
+          bool PAGE_IDS_AHEAD = false, NarrowTiles NARROW_TILES = NarrowTiles::kLargeTier>
 struct MlaConfig {
   using QType = QType_;
   using KVType = KVType_;
@@ -69,7 +77,9 @@ struct MlaConfig {
   static constexpr bool kQkShard = QK_SHARD;
   static constexpr int kQTile = Q_TILE;
   static constexpr bool kPageIdsAhead = PAGE_IDS_AHEAD;
-  static constexpr bool kNarrowTiles = NARROW_TILES;
+  static constexpr bool kNarrowTiles =
+      NARROW_TILES == NarrowTiles::kEveryTier ||
+      (NARROW_TILES == NarrowTiles::kLargeTier && KV_TILE >= 64 && NUM_STAGES >= 2);
 
   static constexpr int kThreads = 256;
   static constexpr int kWarpsPerGroup = 4;
@@ -1036,8 +1046,6 @@ __device__ __forceinline__ void write_output(const MlaParams& p, typename Rows::
       }
     }
   }
-  __syncthreads();
-  store_output_rows<C>(p, sm, t, role);
 }
 
 // The KV loop of one tile in row layout Rows, normalisation and output.
@@ -1093,6 +1101,8 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
   } else {
     attend<C, WideRows<C>>(p, sm, t);
   }
+  __syncthreads();
+  store_output_rows<C>(p, sm, t, ThreadRole::make_fresh());
 }
 
 template <typename Config>

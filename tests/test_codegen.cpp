@@ -145,6 +145,53 @@ TEST_CASE("an f16 causal spec with 256/32 heads names the matching instance") {
   CHECK(program.dynamic_smem_bytes == 47616);
 }
 
+namespace {
+
+// The MLA program of `spec` with its instance's dtypes replaced (Q, KV, O).
+CompileRequest mla_request_with_dtypes(const KernelSpec& spec, const std::string& q,
+                                       const std::string& kv, const std::string& o) {
+  CompileRequest request = generate_program(spec).request;
+  const std::string dtypes = "MlaConfig<mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, "
+                             "mlajit_kernel::bf16_t, ";
+  const size_t at = request.name_expression.find(dtypes);
+  REQUIRE(at != std::string::npos);
+  request.name_expression.replace(at, dtypes.size(),
+                                  "MlaConfig<mlajit_kernel::" + q + ", mlajit_kernel::" + kv +
+                                      ", mlajit_kernel::" + o + ", ");
+  return request;
+}
+
+std::string compile_error(const CompileRequest& request) {
+  try {
+    NvrtcCompiler::instance().compile(request);
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::kCompileError);
+    return error.what();
+  }
+  FAIL("NVRTC compiled " << request.name_expression);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the MLA kernel refuses Q and KV in different types, saying why") {
+  if (!nvrtc_or_warn()) return;
+  const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  const std::string error = compile_error(mla_request_with_dtypes(spec, "bf16_t", "f16_t", "bf16_t"));
+  CHECK(contains(error, "QType and KVType must be the same"));
+}
+
+TEST_CASE("the MLA kernel checks the block size the host defines, and takes O in its own type") {
+  if (!nvrtc_or_warn()) return;
+  KernelSpec spec = mla_spec("sm_86", DType::kBFloat16, 256, 32, false);
+  spec.tile = tile_tier(3);
+  CompileRequest request = mla_request_with_dtypes(spec, "bf16_t", "bf16_t", "f16_t");
+  request.extra_options = {"-DMLAJIT_EXPECTED_THREADS=128"};
+  CHECK(contains(compile_error(request), "different number of threads per block"));
+  request.extra_options = {"-DMLAJIT_EXPECTED_THREADS=256"};
+  CHECK(is_elf(NvrtcCompiler::instance().compile(request).image));
+}
+
 TEST_CASE("the source hash follows every field the kernel source depends on") {
   const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
   const std::string hash = generate_program(spec).source_hash;

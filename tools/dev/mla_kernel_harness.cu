@@ -46,11 +46,10 @@ constexpr bool kPageIdsAheadAllowed = false;
 constexpr bool kPageIdsAheadAllowed = true;
 #endif
 
-// One dtype for Q, KV and O; the narrow layout where the config's default puts it, or
-// everywhere with MLAJIT_DEV_NARROW_ALL_TIERS.
+// One dtype for Q, KV and O.
 template <typename D, int CKV, int KPE, bool CAUSAL, int STAGES, int KV, bool SHARD, bool AHEAD>
 using Cfg = MlaConfig<D, D, D, CKV, KPE, CAUSAL, STAGES, KV, SHARD, 64, AHEAD,
-                      kNarrowAllTiers || MlaConfig<D, D, D, CKV, KPE, CAUSAL, STAGES, KV, SHARD, 64, AHEAD>::kNarrowTiles>;
+                      kNarrowAllTiers ? NarrowTiles::kEveryTier : NarrowTiles::kLargeTier>;
 
 // Both page-id variants of one configuration. A case runs the one the host picks for its page
 // size: ids fetched ahead when pages are shorter than the KV tile.
