@@ -1046,6 +1046,8 @@ __device__ __forceinline__ void write_output(const MlaParams& p, typename Rows::
       }
     }
   }
+  __syncthreads();
+  store_output_rows<C>(p, sm, t, role);
 }
 
 // The KV loop of one tile in row layout Rows, normalisation and output.
@@ -1101,8 +1103,6 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
   } else {
     attend<C, WideRows<C>>(p, sm, t);
   }
-  __syncthreads();
-  store_output_rows<C>(p, sm, t, ThreadRole::make_fresh());
 }
 
 template <typename Config>
