@@ -188,6 +188,7 @@ struct SmemMap {
     m.row_exchange = &s.attn.row_exchange[0][0];
     return m;
   }
+
   __device__ __forceinline__ uint32_t ckv(int stage) const { return ckv0 + stage * C::kCkvStageBytes; }
   __device__ __forceinline__ uint32_t kpe_p(int stage) const { return kpe_p0 + stage * C::kKpePStageBytes; }
 };
@@ -203,6 +204,7 @@ struct ThreadRole {
     r.group = r.tid >> 7;
     return r;
   }
+
   // The same, from a read of the thread index that the compiler cannot move or merge.
   __device__ __forceinline__ static ThreadRole make_fresh() {
     uint32_t tid;
@@ -214,6 +216,7 @@ struct ThreadRole {
     r.group = r.tid >> 7;
     return r;
   }
+
   __device__ __forceinline__ int cta_warp() const { return tid / 32; }
   // Local query rows of this thread's accumulator rows j = 0, 1 (WideRows).
   __device__ __forceinline__ int acc_row(int j) const { return warp * 16 + (lane >> 2) + 8 * j; }
@@ -222,6 +225,7 @@ struct ThreadRole {
   __device__ __forceinline__ int pv_row(int k) const {
     return 16 * (warp ^ (k >> 1)) + (lane >> 2) + 8 * (k & 1);
   }
+
   // Dim quarter of this warp in PV (row halves).
   __device__ __forceinline__ int pv_quarter() const { return 2 * group + (warp & 1); }
 };
@@ -472,6 +476,7 @@ struct FragmentAddress {
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) at[s] = Swizzle<ROW_CHUNKS>::byte_offset(row, 2 * s + chunk_select);
   }
+
   // Offset of k-step `step` (chunks 2 * step, 2 * step + 1).
   __device__ __forceinline__ uint32_t step(int step) const {
     return at[step % kSteps] + (step / kSteps) * (kSteps * 2 * 16);
@@ -540,6 +545,27 @@ __device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C, DIM_BLOCKS>&
   }
 }
 
+// Helpers of the softmax stages of both layouts.
+
+// The exp2 base of a row whose running max is m. A row that has seen nothing yet keeps
+// m = -inf; 0 is its base, so that 2^(-inf - base) = 0 rather than 2^(-inf + inf) = NaN.
+__device__ __forceinline__ float exp2_base(float m, float scale_log2) {
+  return m == neg_inf() ? 0.f : m * scale_log2;
+}
+
+// Of a row with running max m and row sum d: its base-2 LSE and the factor 1 / d of its O
+// (-inf and 0 for a row that saw nothing).
+__device__ __forceinline__ float finish_row(float m, float d, float scale_log2, float& lse) {
+  const bool empty = m == neg_inf() || !(d > 0.f);
+  const float inv = empty ? 0.f : 1.f / d;
+  lse = empty ? neg_inf() : m * scale_log2 + fast_log2(d);
+  return inv;
+}
+
+// The P tile of a stage lives in its kpe buffer, KV_TILE columns (at least 2 chunks) a row.
+template <typename C>
+using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
+
 // ---------------------------------------------------------------------------------------
 // Row layouts: which rows and KV columns each warp computes, and how warps exchange row
 // statistics. Each provides the stages that differ (update_softmax_state, compute_pv,
@@ -562,34 +588,180 @@ struct WideRows {
   __device__ __forceinline__ static int qk_col0(const ThreadRole& role) {
     return C::kQkShard ? role.group * C::kQkCols : 0;
   }
+
   __device__ __forceinline__ static int acc_row(const ThreadRole& role, int j) { return role.acc_row(j); }
   // Output m-tile i holds the rows of warp w ^ i (row halves; i = 0 only otherwise).
   __device__ __forceinline__ static int out_row(const ThreadRole& role, int i) {
     return (role.warp ^ i) * 16 + role.lane % 16;
   }
+
   __device__ __forceinline__ static int out_chunk0(const ThreadRole& role) {
     return C::kPvRowHalves ? role.pv_quarter() * (C::kOChunks / C::kPvDimSplit)
                            : role.group * (C::kOChunks / 2);
   }
+
   __device__ __forceinline__ static bool writes_lse(const ThreadRole& role) { return role.group == 0; }
 
-  __device__ __forceinline__ static void update_softmax_state(Scores& s, State& st, const SmemMap<C>& sm,
-                                                              int stage, float scale_log2,
-                                                              const ThreadRole& role);
-  __device__ __forceinline__ static void compute_pv(const Scores& s, State& st, const SmemMap<C>& sm,
-                                                    int stage, const ThreadRole& role);
-  __device__ __forceinline__ static void normalize(State& st, const SmemMap<C>& sm, float scale_log2,
-                                                   float (&lse)[kLseRows], const ThreadRole& role);
+  // Stage: update_softmax_state. New row maxima (shared across warpgroups when sharded),
+  // rescale of O and the row sums, and s turned into unnormalised probabilities 2^(s*c - m*c).
+  __device__ __forceinline__ static void update_softmax_state(Scores& s, State& st,
+                                                              const SmemMap<C>& sm, int,
+                                                              float scale_log2,
+                                                              const ThreadRole& role) {
+    float m_tile[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float mx = st.m[j];
+#pragma unroll
+      for (int b = 0; b < kQkBlocks; ++b)
+        mx = fmaxf(mx, fmaxf(fmaxf(s[b][2 * j], s[b][2 * j + 1]), fmaxf(s[b][2 * j + 4], s[b][2 * j + 5])));
+      m_tile[j] = quad_max(mx);
+    }
+    if constexpr (C::kQkShard) {
+      exchange_rows(m_tile, sm, role);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        m_tile[j] = fmaxf(sm.row_exchange[role.acc_row(j)], sm.row_exchange[C::kQTile + role.acc_row(j)]);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float base = exp2_base(m_tile[j], scale_log2);
+      const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
+      st.m[j] = m_tile[j];
+      st.d[j] *= rescale;
+      scale_row<C::kPvDimBlocks>(st.o, 0, j, rescale);  // with row halves, m-tile 0 holds these rows
+#pragma unroll
+      for (int b = 0; b < kQkBlocks; ++b) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          s[b][2 * j + r] = fast_exp2(s[b][2 * j + r] * scale_log2 - base);
+          s[b][2 * j + 4 + r] = fast_exp2(s[b][2 * j + 4 + r] * scale_log2 - base);
+          st.d[j] += s[b][2 * j + r] + s[b][2 * j + 4 + r];
+        }
+      }
+    }
+    if constexpr (C::kPvRowHalves) rescale_partner_rows(st, sm, scale_log2, role);
+  }
+
+  // Stage: compute_pv. With QK_SHARD all of P goes through shared memory (the stage's kpe
+  // buffer, free once all warps are past the row-max exchange); warp (g, w) then multiplies rows
+  // 16w.. and 16(w ^ 1).. (two m16 tiles) by dim quarter 2g + w % 2 of V, each V fragment
+  // serving both.
+  __device__ __forceinline__ static void compute_pv(const Scores& s, State& st,
+                                                    const SmemMap<C>& sm, int stage,
+                                                    const ThreadRole& role) {
+    if constexpr (!C::kPvRowHalves) {
+      compute_pv_split_dims(s, st, sm, stage, role);
+    } else {
+      const uint32_t p_base = sm.kpe_p(stage);
+      const int own_col0 = role.group * C::kQkCols;
+      const int prow = role.warp * 16 + role.lane % 16;
+#pragma unroll
+      for (int b = 0; b < kQkBlocks; ++b) {
+        uint32_t p[4];
+        pack_fragment<typename C::MmaType>(p, s[b]);
+        stmatrix_x4(p_base + PSwizzle<C>::byte_offset(prow, (own_col0 + 16 * b) / 8 + role.lane / 16), p);
+      }
+      __syncthreads();  // all of P is in shared memory
+      const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                                  role.pv_quarter() * (C::kCkvChunks / C::kPvDimSplit) + role.lane / 16);
+      // Fully unrolled, the causal tier-1 kernel spilled 12 bytes (255 registers); two k-steps
+      // per iteration keep it at 243 without spills (H200: 1-2% slower than full unrolling on
+      // the full-attention shapes, which do not spill).
+      constexpr int kUnroll = C::kCausal ? 2 : C::kKvTile / 16;
+#pragma unroll (kUnroll)
+      for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves(st, p_base, sm.ckv(stage), v_addr, kk, role);
+    }
+  }
+
+  // Stage: normalize. Completes the row sums (quad, then across warpgroups), scales O by 1/d
+  // and returns the base-2 LSE of each accumulator row (-inf for rows that saw nothing).
+  __device__ __forceinline__ static void normalize(State& st, const SmemMap<C>& sm,
+                                                   float scale_log2, float (&lse)[kLseRows],
+                                                   const ThreadRole& role) {
+    float d[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) d[j] = quad_sum(st.d[j]);
+    // The last reads of the max exchange are separated from these writes by compute_pv's barrier.
+    if constexpr (C::kQkShard) exchange_rows(d, sm, role);
+    // Row k of the PV accumulators: 0, 1 this warp's QK rows, 2, 3 (row halves) warp w ^ 1's.
+#pragma unroll
+    for (int k = 0; k < kLseRows; ++k) {
+      const int j = k & 1;
+      float dk = d[j];
+      if constexpr (C::kQkShard) {
+        const int row = role.pv_row(k);
+        dk = sm.row_exchange[row] + sm.row_exchange[C::kQTile + row];
+      }
+      const float mk = k < 2 ? st.m[j] : st.m_pv[k < 2 ? 0 : k - 2];
+      scale_row<C::kPvDimBlocks>(st.o, (k >> 1) * C::kPvDimBlocks, j, finish_row(mk, dk, scale_log2, lse[k]));
+    }
+  }
 
  private:
+  // This warpgroup's values of the thread's two QK rows into row_exchange[group], then a
+  // barrier: row r's values of both warpgroups are then row_exchange[r] and [kQTile + r].
+  __device__ __forceinline__ static void exchange_rows(const float (&v)[2], const SmemMap<C>& sm,
+                                                       const ThreadRole& role) {
+    if (role.lane % 4 == 0) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = v[j];
+    }
+    __syncthreads();
+  }
+
+  // Row halves: m-tile 1 of O holds rows of QK warp w ^ 1. Their new maxima are the same max of
+  // the two exchanged values (each already holds the old max), so the rescale factors follow
+  // without another exchange. The reads precede compute_pv's barrier.
   __device__ __forceinline__ static void rescale_partner_rows(State& st, const SmemMap<C>& sm,
-                                                              float scale_log2, const ThreadRole& role);
+                                                              float scale_log2,
+                                                              const ThreadRole& role) {
+#pragma unroll
+    for (int j = 0; j < C::kPartnerRows; ++j) {
+      const int row = role.pv_row(2 + j);
+      const float mn = fmaxf(sm.row_exchange[row], sm.row_exchange[C::kQTile + row]);
+      const float rescale = fast_exp2(st.m_pv[j] * scale_log2 - exp2_base(mn, scale_log2));
+      st.m_pv[j] = mn;
+      scale_row<C::kPvDimBlocks>(st.o, C::kPvDimBlocks, j, rescale);
+    }
+  }
+
+  // compute_pv as 4 row groups (warps) x 2 dim halves (warpgroups), P in registers (no QK_SHARD:
+  // each warpgroup has all of its rows' scores).
   __device__ __forceinline__ static void compute_pv_split_dims(const Scores& s, State& st,
                                                                const SmemMap<C>& sm, int stage,
-                                                               const ThreadRole& role);
-  __device__ __forceinline__ static void accumulate_pv_halves(State& st, uint32_t p_base, uint32_t v_base,
+                                                               const ThreadRole& role) {
+    static_assert(!C::kQkShard, "sharded QK splits PV into row halves");
+    // ldmatrix.trans rows are tokens, chunks this warpgroup's output dims.
+    const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                                role.group * (C::kCkvChunks / 2) + role.lane / 16);
+    uint32_t p[kQkBlocks][4];
+#pragma unroll
+    for (int b = 0; b < kQkBlocks; ++b) pack_fragment<typename C::MmaType>(p[b], s[b]);
+#pragma unroll
+    for (int b = 0; b < kQkBlocks; ++b) accumulate_pv_block<C>(st, p[b], sm.ckv(stage), 16 * b, v_addr);
+  }
+
+  // Row halves: o += P[rows 16w.., 16(w ^ 1).., tokens 16kk..+16] . V[those tokens, this warp's
+  // dim quarter]; each V fragment serves both m16 row tiles.
+  __device__ __forceinline__ static void accumulate_pv_halves(State& st, uint32_t p_base,
+                                                              uint32_t v_base,
                                                               const FragmentAddress<C::kCkvChunks>& v_addr,
-                                                              int kk, const ThreadRole& role);
+                                                              int kk, const ThreadRole& role) {
+    uint32_t a[C::kPvMTiles][4];
+#pragma unroll
+    for (int i = 0; i < C::kPvMTiles; ++i)
+      ldmatrix_x4(a[i], p_base + PSwizzle<C>::byte_offset(16 * (role.warp ^ i) + role.lane % 16, 2 * kk + role.lane / 16));
+    const uint32_t block_base = v_base + kk * 16 * (C::kCkvChunks * 16);
+#pragma unroll
+    for (int b = 0; b < C::kPvDimBlocks; ++b) {
+      uint32_t v[4];
+      ldmatrix_x4_trans(v, block_base + v_addr.step(b));
+#pragma unroll
+      for (int i = 0; i < C::kPvMTiles; ++i)
+        mma_16x16x16<typename C::MmaType>(st.o[i * C::kPvDimBlocks + b], a[i], v);
+    }
+  }
 };
 
 // Tiles of at most 16 valid rows. Every warp works on local rows 0-15; warp n of the CTA
@@ -609,30 +781,117 @@ struct NarrowRows {
   __device__ __forceinline__ static bool computes_scores(const ThreadRole& role) {
     return C::kNarrowQkWarps == C::kWarps || role.cta_warp() < C::kNarrowQkWarps;
   }
+
   __device__ __forceinline__ static int q_row0(const ThreadRole&) { return 0; }
   __device__ __forceinline__ static int qk_col0(const ThreadRole& role) {
     return role.cta_warp() * 8 * kQkBlocks;
   }
+
   __device__ __forceinline__ static int acc_row(const ThreadRole& role, int j) {
     return role.lane / 4 + 8 * j;
   }
+
   __device__ __forceinline__ static int out_row(const ThreadRole& role, int) { return role.lane % 16; }
   __device__ __forceinline__ static int out_chunk0(const ThreadRole& role) {
     return role.cta_warp() * (C::kOChunks / C::kWarps);
   }
+
   __device__ __forceinline__ static bool writes_lse(const ThreadRole& role) { return role.cta_warp() == 0; }
 
-  __device__ __forceinline__ static void update_softmax_state(Scores& s, State& st, const SmemMap<C>& sm,
-                                                              int stage, float scale_log2,
-                                                              const ThreadRole& role);
-  __device__ __forceinline__ static void compute_pv(const Scores& s, State& st, const SmemMap<C>& sm,
-                                                    int stage, const ThreadRole& role);
-  __device__ __forceinline__ static void normalize(State& st, const SmemMap<C>& sm, float scale_log2,
-                                                   float (&lse)[kLseRows], const ThreadRole& role);
+  // Stage: update_softmax_state. Row maxima of all QK warps through shared memory, rescale of O
+  // and the row sums, and the probabilities of this warp's columns into the stage's P tile.
+  __device__ __forceinline__ static void update_softmax_state(Scores& s, State& st,
+                                                              const SmemMap<C>& sm, int stage,
+                                                              float scale_log2,
+                                                              const ThreadRole& role) {
+    const bool qk_warp = computes_scores(role);
+    if (qk_warp) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float mx = neg_inf();
+#pragma unroll
+        for (int b = 0; b < kQkBlocks; ++b) mx = fmaxf(mx, fmaxf(s[b][2 * j], s[b][2 * j + 1]));
+        mx = quad_max(mx);
+        if (role.lane % 4 == 0) sm.row_exchange[role.cta_warp() * 16 + acc_row(role, j)] = mx;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float m_tile = st.m[j];
+#pragma unroll
+      for (int w = 0; w < C::kNarrowQkWarps; ++w) m_tile = fmaxf(m_tile, sm.row_exchange[w * 16 + acc_row(role, j)]);
+      const float base = exp2_base(m_tile, scale_log2);
+      const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
+      st.m[j] = m_tile;
+      st.d[j] *= rescale;
+      scale_row<C::kNarrowPvBlocks>(st.o, 0, j, rescale);
+      if (qk_warp) {
+#pragma unroll
+        for (int b = 0; b < kQkBlocks; ++b) {
+          s[b][2 * j] = fast_exp2(s[b][2 * j] * scale_log2 - base);
+          s[b][2 * j + 1] = fast_exp2(s[b][2 * j + 1] * scale_log2 - base);
+          st.d[j] += s[b][2 * j] + s[b][2 * j + 1];
+        }
+      }
+    }
+    if (qk_warp) store_probabilities(s, sm, stage, role);
+  }
+
+  // Stage: compute_pv. o(16 rows x this warp's dims) += P(16 x KV_TILE, from shared memory) . ckv.
+  __device__ __forceinline__ static void compute_pv(const Scores&, State& st, const SmemMap<C>& sm,
+                                                    int stage, const ThreadRole& role) {
+    __syncthreads();  // every warp's P is in shared memory
+    const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                                role.cta_warp() * (C::kCkvChunks / C::kWarps) + role.lane / 16);
+    const uint32_t p_base = sm.kpe_p(stage);
+#pragma unroll
+    for (int kk = 0; kk < C::kKvTile / 16; ++kk) {
+      uint32_t p[4];
+      ldmatrix_x4(p, p_base + PSwizzle<C>::byte_offset(role.lane % 16, 2 * kk + role.lane / 16));
+      accumulate_pv_block<C>(st, p, sm.ckv(stage), 16 * kk, v_addr);
+    }
+  }
+
+  // Stage: normalize. Row sums over the QK warps, then O scaled by 1/d and the base-2 LSE.
+  __device__ __forceinline__ static void normalize(State& st, const SmemMap<C>& sm,
+                                                   float scale_log2, float (&lse)[kLseRows],
+                                                   const ThreadRole& role) {
+    // The last reads of the max exchange are separated from these writes by the P barrier.
+    if (computes_scores(role)) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float d = quad_sum(st.d[j]);
+        if (role.lane % 4 == 0) sm.row_exchange[role.cta_warp() * 16 + acc_row(role, j)] = d;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float d = 0.f;
+#pragma unroll
+      for (int w = 0; w < C::kNarrowQkWarps; ++w) d += sm.row_exchange[w * 16 + acc_row(role, j)];
+      scale_row<C::kNarrowPvBlocks>(st.o, 0, j, finish_row(st.m[j], d, scale_log2, lse[j]));
+    }
+  }
 
  private:
+  // This warp's probabilities into rows 0-15 of the stage's P tile (free: every warp is past QK,
+  // by the barrier of the max exchange).
   __device__ __forceinline__ static void store_probabilities(const Scores& s, const SmemMap<C>& sm,
-                                                             int stage, const ThreadRole& role);
+                                                             int stage, const ThreadRole& role) {
+    const uint32_t p_base = sm.kpe_p(stage);
+#pragma unroll
+    for (int b = 0; b < kQkBlocks; ++b) {
+      const int chunk = role.cta_warp() * kQkBlocks + b;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t addr = p_base + PSwizzle<C>::byte_offset(acc_row(role, j), chunk) + 4 * (role.lane % 4);
+        const uint32_t v = Dtype16<typename C::MmaType>::pack(s[b][2 * j], s[b][2 * j + 1]);
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+      }
+    }
+  }
 };
 
 // ---------------------------------------------------------------------------------------
@@ -691,289 +950,6 @@ __device__ __forceinline__ void mask_scores(typename Rows::Scores& s, const Tile
       const int32_t token = col0 + Rows::kQkN * b + 8 * (r / 4) + (r % 2);
       if (token >= t.row_limit[(r % 4) / 2]) s[b][r] = neg_inf();
     }
-}
-
-// Helpers of the softmax stages of both layouts.
-
-// The exp2 base of a row whose running max is m. A row that has seen nothing yet keeps
-// m = -inf; 0 is its base, so that 2^(-inf - base) = 0 rather than 2^(-inf + inf) = NaN.
-__device__ __forceinline__ float exp2_base(float m, float scale_log2) {
-  return m == neg_inf() ? 0.f : m * scale_log2;
-}
-
-// Of a row with running max m and row sum d: its base-2 LSE and the factor 1 / d of its O
-// (-inf and 0 for a row that saw nothing).
-__device__ __forceinline__ float finish_row(float m, float d, float scale_log2, float& lse) {
-  const bool empty = m == neg_inf() || !(d > 0.f);
-  const float inv = empty ? 0.f : 1.f / d;
-  lse = empty ? neg_inf() : m * scale_log2 + fast_log2(d);
-  return inv;
-}
-
-// The P tile of a stage lives in its kpe buffer, KV_TILE columns (at least 2 chunks) a row.
-template <typename C>
-using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
-
-// ---------------------------------------------------------------------------------------
-// WideRows stages.
-
-// Stage: update_softmax_state. New row maxima (shared across warpgroups when sharded),
-// rescale of O and the row sums, and s turned into unnormalised probabilities 2^(s*c - m*c).
-template <typename C>
-__device__ __forceinline__ void WideRows<C>::update_softmax_state(Scores& s, State& st, const SmemMap<C>& sm,
-                                                                  int, float scale_log2,
-                                                                  const ThreadRole& role) {
-  float m_tile[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    float mx = st.m[j];
-#pragma unroll
-    for (int b = 0; b < kQkBlocks; ++b)
-      mx = fmaxf(mx, fmaxf(fmaxf(s[b][2 * j], s[b][2 * j + 1]), fmaxf(s[b][2 * j + 4], s[b][2 * j + 5])));
-    m_tile[j] = quad_max(mx);
-  }
-  if constexpr (C::kQkShard) {
-    if (role.lane % 4 == 0) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = m_tile[j];
-    }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-      m_tile[j] = fmaxf(sm.row_exchange[role.acc_row(j)], sm.row_exchange[C::kQTile + role.acc_row(j)]);
-  }
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const float base = exp2_base(m_tile[j], scale_log2);
-    const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
-    st.m[j] = m_tile[j];
-    st.d[j] *= rescale;
-    scale_row<C::kPvDimBlocks>(st.o, 0, j, rescale);  // with row halves, m-tile 0 holds these rows
-#pragma unroll
-    for (int b = 0; b < kQkBlocks; ++b) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        s[b][2 * j + r] = fast_exp2(s[b][2 * j + r] * scale_log2 - base);
-        s[b][2 * j + 4 + r] = fast_exp2(s[b][2 * j + 4 + r] * scale_log2 - base);
-        st.d[j] += s[b][2 * j + r] + s[b][2 * j + 4 + r];
-      }
-    }
-  }
-  if constexpr (C::kPvRowHalves) rescale_partner_rows(st, sm, scale_log2, role);
-}
-
-// Row halves: m-tile 1 of O holds rows of QK warp w ^ 1. Their new maxima are the same max of
-// the two exchanged values (each already holds the old max), so the rescale factors follow
-// without another exchange. The reads precede compute_pv's barrier.
-template <typename C>
-__device__ __forceinline__ void WideRows<C>::rescale_partner_rows(State& st, const SmemMap<C>& sm,
-                                                                  float scale_log2, const ThreadRole& role) {
-#pragma unroll
-  for (int j = 0; j < C::kPartnerRows; ++j) {
-    const int row = role.pv_row(2 + j);
-    const float mn = fmaxf(sm.row_exchange[row], sm.row_exchange[C::kQTile + row]);
-    const float rescale = fast_exp2(st.m_pv[j] * scale_log2 - exp2_base(mn, scale_log2));
-    st.m_pv[j] = mn;
-    scale_row<C::kPvDimBlocks>(st.o, C::kPvDimBlocks, j, rescale);
-  }
-}
-
-// compute_pv as 4 row groups (warps) x 2 dim halves (warpgroups), P in registers (no QK_SHARD:
-// each warpgroup has all of its rows' scores).
-template <typename C>
-__device__ __forceinline__ void WideRows<C>::compute_pv_split_dims(const Scores& s, State& st,
-                                                                   const SmemMap<C>& sm, int stage,
-                                                                   const ThreadRole& role) {
-  static_assert(!C::kQkShard, "sharded QK splits PV into row halves");
-  // ldmatrix.trans rows are tokens, chunks this warpgroup's output dims.
-  const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
-                                              role.group * (C::kCkvChunks / 2) + role.lane / 16);
-  uint32_t p[kQkBlocks][4];
-#pragma unroll
-  for (int b = 0; b < kQkBlocks; ++b) pack_fragment<typename C::MmaType>(p[b], s[b]);
-#pragma unroll
-  for (int b = 0; b < kQkBlocks; ++b) accumulate_pv_block<C>(st, p[b], sm.ckv(stage), 16 * b, v_addr);
-}
-
-// Row halves: o += P[rows 16w.., 16(w ^ 1).., tokens 16kk..+16] . V[those tokens, this warp's
-// dim quarter]; each V fragment serves both m16 row tiles.
-template <typename C>
-__device__ __forceinline__ void WideRows<C>::accumulate_pv_halves(State& st, uint32_t p_base, uint32_t v_base,
-                                                                  const FragmentAddress<C::kCkvChunks>& v_addr,
-                                                                  int kk, const ThreadRole& role) {
-  uint32_t a[C::kPvMTiles][4];
-#pragma unroll
-  for (int i = 0; i < C::kPvMTiles; ++i)
-    ldmatrix_x4(a[i], p_base + PSwizzle<C>::byte_offset(16 * (role.warp ^ i) + role.lane % 16, 2 * kk + role.lane / 16));
-  const uint32_t block_base = v_base + kk * 16 * (C::kCkvChunks * 16);
-#pragma unroll
-  for (int b = 0; b < C::kPvDimBlocks; ++b) {
-    uint32_t v[4];
-    ldmatrix_x4_trans(v, block_base + v_addr.step(b));
-#pragma unroll
-    for (int i = 0; i < C::kPvMTiles; ++i)
-      mma_16x16x16<typename C::MmaType>(st.o[i * C::kPvDimBlocks + b], a[i], v);
-  }
-}
-
-// Stage: compute_pv. With QK_SHARD all of P goes through shared memory (the stage's kpe
-// buffer, free once all warps are past the row-max exchange); warp (g, w) then multiplies rows
-// 16w.. and 16(w ^ 1).. (two m16 tiles) by dim quarter 2g + w % 2 of V, each V fragment
-// serving both.
-template <typename C>
-__device__ __forceinline__ void WideRows<C>::compute_pv(const Scores& s, State& st, const SmemMap<C>& sm,
-                                                        int stage, const ThreadRole& role) {
-  if constexpr (!C::kPvRowHalves) {
-    compute_pv_split_dims(s, st, sm, stage, role);
-  } else {
-    const uint32_t p_base = sm.kpe_p(stage);
-    const int own_col0 = role.group * C::kQkCols;
-    const int prow = role.warp * 16 + role.lane % 16;
-#pragma unroll
-    for (int b = 0; b < kQkBlocks; ++b) {
-      uint32_t p[4];
-      pack_fragment<typename C::MmaType>(p, s[b]);
-      stmatrix_x4(p_base + PSwizzle<C>::byte_offset(prow, (own_col0 + 16 * b) / 8 + role.lane / 16), p);
-    }
-    __syncthreads();  // all of P is in shared memory
-    const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
-                                                role.pv_quarter() * (C::kCkvChunks / C::kPvDimSplit) + role.lane / 16);
-    // Fully unrolled, the causal tier-1 kernel spilled 12 bytes (255 registers); two k-steps
-    // per iteration keep it at 243 without spills (H200: 1-2% slower than full unrolling on
-    // the full-attention shapes, which do not spill).
-    constexpr int kUnroll = C::kCausal ? 2 : C::kKvTile / 16;
-#pragma unroll (kUnroll)
-    for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves(st, p_base, sm.ckv(stage), v_addr, kk, role);
-  }
-}
-
-// Stage: normalize. Completes the row sums (quad, then across warpgroups), scales O by 1/d
-// and returns the base-2 LSE of each accumulator row (-inf for rows that saw nothing).
-template <typename C>
-__device__ __forceinline__ void WideRows<C>::normalize(State& st, const SmemMap<C>& sm, float scale_log2,
-                                                       float (&lse)[kLseRows], const ThreadRole& role) {
-  float d[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j) d[j] = quad_sum(st.d[j]);
-  if constexpr (C::kQkShard) {
-    // The last reads of the max exchange are separated from these writes by compute_pv's barrier.
-    if (role.lane % 4 == 0) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = d[j];
-    }
-    __syncthreads();
-  }
-  // Row k of the PV accumulators: 0, 1 this warp's QK rows, 2, 3 (row halves) warp w ^ 1's.
-#pragma unroll
-  for (int k = 0; k < kLseRows; ++k) {
-    const int j = k & 1;
-    float dk = d[j];
-    if constexpr (C::kQkShard) {
-      const int row = role.pv_row(k);
-      dk = sm.row_exchange[row] + sm.row_exchange[C::kQTile + row];
-    }
-    const float mk = k < 2 ? st.m[j] : st.m_pv[k < 2 ? 0 : k - 2];
-    scale_row<C::kPvDimBlocks>(st.o, (k >> 1) * C::kPvDimBlocks, j, finish_row(mk, dk, scale_log2, lse[k]));
-  }
-}
-
-// ---------------------------------------------------------------------------------------
-// NarrowRows stages.
-
-// Stage: update_softmax_state. Row maxima of all QK warps through shared memory, rescale of O
-// and the row sums, and the probabilities of this warp's columns into the stage's P tile.
-template <typename C>
-__device__ __forceinline__ void NarrowRows<C>::update_softmax_state(Scores& s, State& st, const SmemMap<C>& sm,
-                                                                    int stage, float scale_log2,
-                                                                    const ThreadRole& role) {
-  const bool qk_warp = computes_scores(role);
-  if (qk_warp) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      float mx = neg_inf();
-#pragma unroll
-      for (int b = 0; b < kQkBlocks; ++b) mx = fmaxf(mx, fmaxf(s[b][2 * j], s[b][2 * j + 1]));
-      mx = quad_max(mx);
-      if (role.lane % 4 == 0) sm.row_exchange[role.cta_warp() * 16 + acc_row(role, j)] = mx;
-    }
-  }
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    float m_tile = st.m[j];
-#pragma unroll
-    for (int w = 0; w < C::kNarrowQkWarps; ++w) m_tile = fmaxf(m_tile, sm.row_exchange[w * 16 + acc_row(role, j)]);
-    const float base = exp2_base(m_tile, scale_log2);
-    const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
-    st.m[j] = m_tile;
-    st.d[j] *= rescale;
-    scale_row<C::kNarrowPvBlocks>(st.o, 0, j, rescale);
-    if (qk_warp) {
-#pragma unroll
-      for (int b = 0; b < kQkBlocks; ++b) {
-        s[b][2 * j] = fast_exp2(s[b][2 * j] * scale_log2 - base);
-        s[b][2 * j + 1] = fast_exp2(s[b][2 * j + 1] * scale_log2 - base);
-        st.d[j] += s[b][2 * j] + s[b][2 * j + 1];
-      }
-    }
-  }
-  if (qk_warp) store_probabilities(s, sm, stage, role);
-}
-
-// This warp's probabilities into rows 0-15 of the stage's P tile (free: every warp is past QK,
-// by the barrier of the max exchange).
-template <typename C>
-__device__ __forceinline__ void NarrowRows<C>::store_probabilities(const Scores& s, const SmemMap<C>& sm,
-                                                                   int stage, const ThreadRole& role) {
-  const uint32_t p_base = sm.kpe_p(stage);
-#pragma unroll
-  for (int b = 0; b < kQkBlocks; ++b) {
-    const int chunk = role.cta_warp() * kQkBlocks + b;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const uint32_t addr = p_base + PSwizzle<C>::byte_offset(acc_row(role, j), chunk) + 4 * (role.lane % 4);
-      const uint32_t v = Dtype16<typename C::MmaType>::pack(s[b][2 * j], s[b][2 * j + 1]);
-      asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
-    }
-  }
-}
-
-// Stage: compute_pv. o(16 rows x this warp's dims) += P(16 x KV_TILE, from shared memory) . ckv.
-template <typename C>
-__device__ __forceinline__ void NarrowRows<C>::compute_pv(const Scores&, State& st, const SmemMap<C>& sm,
-                                                          int stage, const ThreadRole& role) {
-  __syncthreads();  // every warp's P is in shared memory
-  const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
-                                              role.cta_warp() * (C::kCkvChunks / C::kWarps) + role.lane / 16);
-  const uint32_t p_base = sm.kpe_p(stage);
-#pragma unroll
-  for (int kk = 0; kk < C::kKvTile / 16; ++kk) {
-    uint32_t p[4];
-    ldmatrix_x4(p, p_base + PSwizzle<C>::byte_offset(role.lane % 16, 2 * kk + role.lane / 16));
-    accumulate_pv_block<C>(st, p, sm.ckv(stage), 16 * kk, v_addr);
-  }
-}
-
-// Stage: normalize. Row sums over the QK warps, then O scaled by 1/d and the base-2 LSE.
-template <typename C>
-__device__ __forceinline__ void NarrowRows<C>::normalize(State& st, const SmemMap<C>& sm, float scale_log2,
-                                                         float (&lse)[kLseRows], const ThreadRole& role) {
-  // The last reads of the max exchange are separated from these writes by the P barrier.
-  if (computes_scores(role)) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float d = quad_sum(st.d[j]);
-      if (role.lane % 4 == 0) sm.row_exchange[role.cta_warp() * 16 + acc_row(role, j)] = d;
-    }
-  }
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    float d = 0.f;
-#pragma unroll
-    for (int w = 0; w < C::kNarrowQkWarps; ++w) d += sm.row_exchange[w * 16 + acc_row(role, j)];
-    scale_row<C::kNarrowPvBlocks>(st.o, 0, j, finish_row(st.m[j], d, scale_log2, lse[j]));
-  }
 }
 
 // ---------------------------------------------------------------------------------------
