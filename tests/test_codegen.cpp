@@ -117,8 +117,8 @@ TEST_CASE("a portable program names its kernel instance and sets the prelude con
   CHECK(spec.text().rfind("portable;", 0) == 0);
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
-        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, 512, 64, "
-        "false, 2, 64, true, 64>>");  // TEMPORARY: the one-dtype MlaConfig
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, "
+        "mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, 512, 64, false, 2, 64, true, 64, true>>");
   CHECK(program.request.arch == "sm_90a");
   CHECK(program.request.random_seed == 0);
   CHECK(program.geometry.threads_per_block == 256);
@@ -177,11 +177,61 @@ TEST_CASE("an f16 causal spec with 256/32 heads names the matching instance") {
   spec.tile = tile_tier(3);
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
-        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, 256, 32, "
-        "true, 1, 16, false, 64>>");  // TEMPORARY: the one-dtype MlaConfig
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, "
+        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 256, 32, true, 1, 16, false, 64, true>>");
   // Q 64x256 + 64x32 and one stage of KV 16x256 + 16x64 (kpe or P), 2 bytes each, plus
   // 2 x 64 floats of softmax exchange: 32768 + 4096 + 8192 + 2048 + 512.
   CHECK(program.geometry.dynamic_smem_bytes == 47616);
+}
+
+namespace {
+
+// The MLA program of `spec` with its instance's dtypes replaced (Q, KV, O).
+CompileRequest mla_request_with_dtypes(const KernelSpec& spec, const std::string& q,
+                                       const std::string& kv, const std::string& o) {
+  CompileRequest request = generate_program(spec).request;
+  const std::string dtypes = "MlaConfig<mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, "
+                             "mlajit_kernel::bf16_t, ";
+  const size_t at = request.name_expression.find(dtypes);
+  REQUIRE(at != std::string::npos);
+  request.name_expression.replace(at, dtypes.size(),
+                                  "MlaConfig<mlajit_kernel::" + q + ", mlajit_kernel::" + kv +
+                                      ", mlajit_kernel::" + o + ", ");
+  return request;
+}
+
+std::string compile_error(const CompileRequest& request) {
+  try {
+    NvrtcCompiler::instance().compile(request);
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::kCompileError);
+    return error.what();
+  }
+  FAIL("NVRTC compiled " << request.name_expression);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the MLA kernel refuses Q and KV in different types, saying why") {
+  if (!nvrtc_or_warn()) return;
+  const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  const std::string error = compile_error(mla_request_with_dtypes(spec, "bf16_t", "f16_t", "bf16_t"));
+  CHECK(contains(error, "QType and KVType must be the same"));
+}
+
+TEST_CASE("the MLA kernel checks the block size the host defines, and takes O in its own type") {
+  if (!nvrtc_or_warn()) return;
+  KernelSpec spec = mla_spec("sm_86", DType::kBFloat16, 256, 32, false);
+  spec.tile = tile_tier(3);
+  CompileRequest request = mla_request_with_dtypes(spec, "bf16_t", "bf16_t", "f16_t");
+  CHECK(is_elf(NvrtcCompiler::instance().compile(request).image));
+  // The prelude's block size, as a host that launched 128 threads would have written it.
+  const std::string defined = "#define MLAJIT_EXPECTED_THREADS 256";
+  const size_t at = request.source.find(defined);
+  REQUIRE(at != std::string::npos);
+  request.source.replace(at, defined.size(), "#define MLAJIT_EXPECTED_THREADS 128");
+  CHECK(contains(compile_error(request), "different number of threads per block"));
 }
 
 TEST_CASE("the source hash follows every field the kernel source depends on") {

@@ -103,12 +103,16 @@ class PortableFamily final : public KernelFamily {
   jit::KernelProgram program(const KernelSpec& spec) const override {
     jit::KernelProgram program;
     program.entry_file = "portable/mla_fa2.cuh";
-    // TEMPORARY (revert once the kernel's MlaConfig<QType, KVType, OType, ...> is merged):
-    // today's kernel still takes one dtype; check_spec makes Q, KV and O equal.
+    // Page ids are always fetched a tile ahead (PAGE_IDS_AHEAD): it is what small pages need,
+    // costs large pages nothing measurable, and a second variant per page size would double
+    // the fleet matrix. The narrow layout stays the kernel's default (tier 1 only, chosen per
+    // tile at run time).
     program.name_expression = fmt::format(
-        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}>>",
-        kernel_type(spec.q_dtype), spec.head_dim_ckv, spec.head_dim_kpe, spec.causal,
-        spec.tile.num_stages, spec.tile.kv_tile, spec.tile.qk_shard, spec.tile.q_tile);
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}, "
+        "{}, {}, true>>",
+        kernel_type(spec.q_dtype), kernel_type(spec.kv_dtype), kernel_type(spec.o_dtype),
+        spec.head_dim_ckv, spec.head_dim_kpe, spec.causal, spec.tile.num_stages,
+        spec.tile.kv_tile, spec.tile.qk_shard, spec.tile.q_tile);
     program.geometry.threads_per_block = kThreadsPerBlock;
     program.geometry.dynamic_smem_bytes = shared_storage_bytes(spec, spec.tile);
     program.geometry.cooperative = true;  // phase 0 merges behind a grid barrier
