@@ -180,9 +180,9 @@ void add_options_cases(std::vector<BadInput>& cases) {
   options_case("cluster_size = -1", "cluster_size", [](auto& o) { o.cluster_size = -1; });
   options_case("lse_base = 5", "lse_base",
                [](auto& o) { o.lse_base = static_cast<mlajit::LseBase>(5); });
-  options_case("kernel = \"hopper\" (no such family yet)", "'hopper'",
-               [](auto& o) { o.kernel = "hopper"; });
-  options_case("kernel = \"\"", "auto, portable", [](auto& o) { o.kernel = ""; });
+  options_case("kernel = \"hoppr\" (no such family)", "'hoppr'",
+               [](auto& o) { o.kernel = "hoppr"; });
+  options_case("kernel = \"\"", "auto, hopper, portable", [](auto& o) { o.kernel = ""; });
 }
 
 void add_pointer_cases(std::vector<BadInput>& cases) {

@@ -231,7 +231,7 @@ TEST_CASE("an unknown kernel family or one that cannot serve the shape fails cre
   options.kernel = "hoppr";
   CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
   CHECK(last_error().find("'hoppr'") != std::string::npos);
-  CHECK(last_error().find("auto, portable") != std::string::npos);
+  CHECK(last_error().find("auto, hopper, portable") != std::string::npos);
   options.kernel = "portable";
   shape.kv_dtype = MLAJIT_FLOAT8_E4M3;
   CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);
@@ -253,6 +253,10 @@ TEST_CASE("the kernel families are listed through the C ABI") {
   mlajit_kernel_family_info info;
   info.struct_size = sizeof(info);
   REQUIRE(mlajit_kernel_family_get(0, &info) == MLAJIT_OK);
+  CHECK(std::string(info.name) == "hopper");
+  CHECK(std::string(info.head_dims) == "512/64");
+  CHECK(std::string(info.archs) == "sm_90");
+  REQUIRE(mlajit_kernel_family_get(1, &info) == MLAJIT_OK);
   CHECK(std::string(info.name) == "portable");
   CHECK(std::string(info.head_dims) == "512/64,256/32");
   CHECK(std::string(info.archs).find("sm_80,") == 0);

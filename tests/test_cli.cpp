@@ -307,23 +307,36 @@ void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
 
 // ---------------------------------------------------------------- fleet matrix, JSON writer
 
-TEST_CASE("the default fleet matrix is every profiled arch x 2 dtypes x 2 head dims x causal") {
+TEST_CASE("the default fleet matrix is every family's rows on every profiled arch it runs on") {
   using namespace mlajit::family;
   const auto specs = fleet_matrix(FleetMatrixOptions{});
-  CHECK(specs.size() == mlajit::jit::device_profiles().size() * 2 * 2 * 2);
+  // portable: every profiled arch x 2 dtypes x 2 head dims x causal; hopper: sm_90a x 2 dtypes
+  // x causal (512/64 only).
+  const size_t portable_rows = mlajit::jit::device_profiles().size() * 2 * 2 * 2;
+  CHECK(specs.size() == portable_rows + 4);
   std::set<std::string> texts;
+  size_t hopper_rows = 0;
   for (const auto& spec : specs) {
     texts.insert(spec.text());
     INFO(spec.text());
-    CHECK(spec.family == "portable");  // today the only family: its rows are the matrix
-    CHECK(spec.tile == portable::select_tile_config(spec, profile_target(spec.arch)));
+    if (spec.family == "hopper") {
+      ++hopper_rows;
+      CHECK(spec.arch == "sm_90a");
+    } else {
+      CHECK(spec.family == "portable");
+      CHECK(spec.tile == portable::select_tile_config(spec, profile_target(spec.arch)));
+    }
     CHECK(spec.q_dtype == spec.kv_dtype);
     CHECK(spec.kv_dtype == spec.o_dtype);
   }
+  CHECK(hopper_rows == 4);
   CHECK(texts.size() == specs.size());  // no duplicates
   FleetMatrixOptions portable_only;
   portable_only.kernel = "portable";
-  CHECK(fleet_matrix(portable_only).size() == specs.size());
+  CHECK(fleet_matrix(portable_only).size() == portable_rows);
+  FleetMatrixOptions hopper_only;
+  hopper_only.kernel = "hopper";
+  CHECK(fleet_matrix(hopper_only).size() == 4);
 }
 
 TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects unknown ones") {
@@ -332,6 +345,9 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.archs = {"sm_90", "90", "sm_90a"};
   options.dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
+  // hopper's rows are sm_90a whatever the 9.0 arch asked: 2 specs, however many times asked.
+  CHECK(fleet_matrix(options).size() == 6);
+  options.kernel = "portable";
   const auto specs = fleet_matrix(options);
   REQUIRE(specs.size() == 4);  // sm_90 and sm_90a, causal 0/1; "90" is sm_90 again
   CHECK(specs[0].arch == "sm_90");
@@ -342,7 +358,7 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
   options.archs = {"sm_90"};
   options.kernel = "hoppr";
-  CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("auto, portable"));
+  CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("auto, hopper, portable"));
   options.kernel = "auto";
   options.dtypes = {DType::kFloat8E4M3};  // no family has an FP8 row
   CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("the precompile matrix is empty"));
@@ -356,6 +372,7 @@ TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix 
   using portable::tier_of;
   FleetMatrixOptions options;
   options.archs = {"sm_90"};
+  options.kernel = "portable";  // the tiers are the portable family's
   options.dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
   options.causal = {false};
@@ -370,6 +387,7 @@ TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix 
   options.smem = SmemOverride{small.smem_per_sm, small.smem_per_block_optin};
   CHECK(tier_of(fleet_matrix(options)[0].tile) == 3);
   // Limits no tier fits: the rows are skipped, and the empty matrix says why.
+  options.kernel = "auto";
   options.smem = SmemOverride{4096, 4096};
   CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("no MLA tile config fits"));
   // A family asked for by name that cannot build an asked row says so, naming the row.
@@ -449,9 +467,9 @@ TEST_CASE("bad options exit 2 with a one-line reason") {
       {"bench --shape 128,64", "128,64"},
       {"bench --tier 4", "tier"},
       // An unknown kernel family lists the known ones, before a GPU is looked for.
-      {"precompile --kernel hoppr --dry-run", "auto, portable"},
-      {"verify --kernel hoppr", "auto, portable"},
-      {"bench --kernel mla_fa2", "auto, portable"},
+      {"precompile --kernel hoppr --dry-run", "auto, hopper, portable"},
+      {"verify --kernel hoppr", "auto, hopper, portable"},
+      {"bench --kernel mla_fa2", "auto, hopper, portable"},
   };
   for (const auto& [args, mentioned] : cases) {
     const CliRun run = run_cli(args, cache.path());
@@ -655,8 +673,9 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   CHECK(listed == built);
 
   // Text mode (stderr not a terminal): one progress line per spec, then the summary table.
-  const CliRun text = run_cli("precompile --arch sm_90 --dtype bf16 --head-dims 512/64 --causal 0 "
-                              "--out " + shell_quote(out.path()), cache.path());
+  const CliRun text = run_cli("precompile --kernel portable --arch sm_90 --dtype bf16 "
+                              "--head-dims 512/64 --causal 0 --out " + shell_quote(out.path()),
+                              cache.path());
   CHECK(text.exit_code == 0);
   CHECK(text.err.find("[1/1] ") == 0);
   CHECK(text.err.find("| cached   portable;") != std::string::npos);
@@ -693,7 +712,7 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  CHECK(specs == 80);
+  CHECK(specs == 84);  // portable: 10 archs x 8 shapes; hopper: sm_90a x 4 shapes
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -702,6 +721,9 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   CHECK(report["compiled"].number == 0);
   CHECK(report["cached"].number == specs);
   CHECK(report["entries"].items[0]["family"].text == "portable");
+  size_t hopper = 0;
+  for (const JsonValue& entry : report["entries"].items) hopper += entry["family"].text == "hopper";
+  CHECK(hopper == 4);
   CHECK(entry_files(out.path()).size() == specs);
 }
 
@@ -711,11 +733,11 @@ TEST_CASE("precompile of the default matrix twice compiles nothing the second ti
   const std::string args = "precompile -j 2 --json --out " + shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   REQUIRE(first.exit_code == 0);
-  CHECK(parse_json(first.out)["compiled"].number == 80);
+  CHECK(parse_json(first.out)["compiled"].number == 84);
   const CliRun second = run_cli(args, cache.path());
   REQUIRE(second.exit_code == 0);
   CHECK(parse_json(second.out)["compiled"].number == 0);
-  CHECK(parse_json(second.out)["cached"].number == 80);
+  CHECK(parse_json(second.out)["cached"].number == 84);
 }
 
 TEST_CASE("precompile --kernel names the family's rows, and says why it cannot build one") {
@@ -745,8 +767,12 @@ TEST_CASE("info lists the kernel families and what each profiled arch gets, with
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const JsonValue report = parse_json(run.out);
-  REQUIRE(report["families"].items.size() == 1);
-  const JsonValue& portable = report["families"].items[0];
+  REQUIRE(report["families"].items.size() == 2);
+  const JsonValue& hopper = report["families"].items[0];
+  CHECK(hopper["name"].text == "hopper");
+  REQUIRE(hopper["archs"].items.size() == 1);
+  CHECK(hopper["archs"].items[0].text == "sm_90");
+  const JsonValue& portable = report["families"].items[1];
   CHECK(portable["name"].text == "portable");
   CHECK(portable["archs"].items.size() == 10);
   CHECK(portable["head_dims"].items[0].text == "512/64");
@@ -755,6 +781,7 @@ TEST_CASE("info lists the kernel families and what each profiled arch gets, with
   CHECK(report["archs"]["sm_86"]["tier"].number == 3);
   CHECK(report["archs"]["sm_80"]["spec"].text.find("arch=sm_80") != std::string::npos);
   const CliRun text = run_cli("info", cache.path());
+  CHECK(text.out.find("family  hopper: ") != std::string::npos);
   CHECK(text.out.find("family  portable: ") != std::string::npos);
   CHECK(text.out.find("arch    sm_90   default shape gets portable tier 1") != std::string::npos);
 }

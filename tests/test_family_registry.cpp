@@ -43,19 +43,23 @@ MlaShape fp8_kv_shape() {
 
 TEST_CASE("the registry lists the families in preference order and finds them by name") {
   REQUIRE_FALSE(kernel_families().empty());
-  CHECK(kernel_families().front()->name() == std::string("portable"));
-  CHECK(&find_family("portable") == kernel_families().front());
+  REQUIRE(kernel_families().size() == 2);
+  CHECK(kernel_families()[0]->name() == std::string("hopper"));  // preferred where it runs
+  CHECK(kernel_families()[1]->name() == std::string("portable"));
+  CHECK(&find_family("portable") == kernel_families()[1]);
   CHECK(family_named("spin") == nullptr);  // a utility program, not a family
   CHECK(family_named("auto") == nullptr);
   const std::string unknown = refusal(ErrorCode::kInvalidArgument, [] { find_family("hoppr"); });
   CHECK(contains(unknown, "'hoppr'"));
-  CHECK(contains(unknown, "auto, portable"));
+  CHECK(contains(unknown, "auto, hopper, portable"));
   CHECK(all_head_dims() == std::vector<HeadDims>{{512, 64}, {256, 32}});
 }
 
 TEST_CASE("auto selects the first family that runs the shape on the device") {
   const MlaShape shape;
+  // hopper runs on sm_90 but is not yet chosen by auto (it is forced by name).
   CHECK(&select_family(shape, profile_target("sm_90"), kAutoFamily) == &find_family("portable"));
+  CHECK(&select_family(shape, profile_target("sm_90"), "hopper") == &find_family("hopper"));
   CHECK(&select_family(shape, profile_target("sm_80"), "portable") == &find_family("portable"));
   DeviceTarget turing = profile_target("sm_80");
   turing.arch = "sm_75";
@@ -87,16 +91,19 @@ TEST_CASE("a request is checked against the families before any device is known"
   CHECK(contains(refusal(ErrorCode::kUnsupported, [&] { check_request(odd, kAutoFamily); }),
                  "ckv=384"));
   CHECK(contains(refusal(ErrorCode::kInvalidArgument, [] { check_request(MlaShape{}, "mla_fa2"); }),
-                 "auto, portable"));
+                 "auto, hopper, portable"));
 }
 
 TEST_CASE("the public API lists the families and says which one a shape gets") {
   const auto families = mlajit::kernel_families();
   REQUIRE(families.size() == kernel_families().size());
-  CHECK(families[0].name == "portable");
-  CHECK(families[0].head_dims == std::vector<std::string>{"512/64", "256/32"});
-  CHECK(families[0].archs.size() == 10);  // every profiled arch
-  CHECK_FALSE(families[0].summary.empty());
+  CHECK(families[0].name == "hopper");
+  CHECK(families[0].head_dims == std::vector<std::string>{"512/64"});
+  CHECK(families[0].archs == std::vector<std::string>{"sm_90"});
+  CHECK(families[1].name == "portable");
+  CHECK(families[1].head_dims == std::vector<std::string>{"512/64", "256/32"});
+  CHECK(families[1].archs.size() == 10);  // every profiled arch
+  CHECK_FALSE(families[1].summary.empty());
   CHECK(mlajit::kernel_family("portable").name == "portable");
   refusal(ErrorCode::kInvalidArgument, [] { mlajit::kernel_family("auto"); });
 
@@ -113,7 +120,7 @@ TEST_CASE("the public API lists the families and says which one a shape gets") {
   options.kernel = "hoppr";
   CHECK(contains(refusal(ErrorCode::kInvalidArgument,
                          [&] { mlajit::tile_for_arch("sm_90", MlaShape{}, options); }),
-                 "auto, portable"));
+                 "auto, hopper, portable"));
   options.kernel = "portable";
   CHECK(contains(refusal(ErrorCode::kUnsupported,
                          [&] { mlajit::tile_for_arch("sm_90", fp8_kv_shape(), options); }),

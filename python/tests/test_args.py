@@ -364,7 +364,7 @@ class ThroughTheLibrary(unittest.TestCase):
             mlajit.BatchMlaAttention(device=0, kernel="hoppr")
         self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
         self.assertIn("'hoppr'", str(caught.exception))
-        self.assertIn("auto, portable", str(caught.exception))
+        self.assertIn("auto, hopper, portable", str(caught.exception))
 
     def test_a_family_that_cannot_serve_the_shape_says_why(self):
         library_or_skip(self)
@@ -380,10 +380,12 @@ class ThroughTheLibrary(unittest.TestCase):
     def test_kernel_families_are_listed(self):
         library_or_skip(self)
         families = mlajit.kernel_families()
-        self.assertEqual(families[0]["name"], "portable")
-        self.assertEqual(families[0]["head_dims"], ["512/64", "256/32"])
-        self.assertIn("sm_90", families[0]["archs"])
-        self.assertTrue(families[0]["summary"])
+        self.assertEqual([f["name"] for f in families], ["hopper", "portable"])
+        self.assertEqual(families[0]["head_dims"], ["512/64"])
+        self.assertEqual(families[0]["archs"], ["sm_90"])
+        self.assertEqual(families[1]["head_dims"], ["512/64", "256/32"])
+        self.assertIn("sm_90", families[1]["archs"])
+        self.assertTrue(families[1]["summary"])
 
     def test_tile_for_arch_needs_no_gpu(self):
         library_or_skip(self)

@@ -3,7 +3,9 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include "attention/run_args_validation.h"
 #include "common/logging.h"
 #include "driver/cuda_driver.h"
+#include "driver/tensor_map.h"
 #include "jit/kernel_registry.h"
 #include "plan/planner.h"
 
@@ -53,6 +56,43 @@ struct BatchMlaAttention::Impl {
   plan::Plan current_plan;
   bool planned = false;
   int64_t planned_tokens = 0;
+  // The kernel's parameters after MlaParams (e.g. TMA tensor maps), encoded for the KV
+  // tensors in `run_params_tensors`: rebuilt only when those change (a decode loop over fixed
+  // buffers encodes once).
+  family::KernelRunParams run_params;
+  std::array<int64_t, 6> run_params_tensors{};
+  bool run_params_built = false;
+
+  // The bytes of the kernel's second parameter for `args`, or nullptr when it takes one.
+  void* extra_kernel_params(const MlaRunArgs& args) {
+    const std::array<int64_t, 6> tensors{reinterpret_cast<int64_t>(args.ckv),
+                                         reinterpret_cast<int64_t>(args.kpe),
+                                         args.ckv_stride_page, args.ckv_stride_token,
+                                         args.kpe_stride_page, args.kpe_stride_token};
+    if (!run_params_built || tensors != run_params_tensors) {
+      run_params = choice.family->run_params(shape, spec(), args);
+      for (const family::TensorMapRequest& request : run_params.tensor_maps) {
+        const CUtensorMap map = driver::encode_tensor_map(tensor_map_of(request));
+        std::memcpy(run_params.bytes.data() + request.offset, &map, sizeof(map));
+      }
+      run_params_tensors = tensors;
+      run_params_built = true;
+    }
+    return run_params.bytes.empty() ? nullptr : run_params.bytes.data();
+  }
+
+  static driver::TiledTensorMap tensor_map_of(const family::TensorMapRequest& request) {
+    driver::TiledTensorMap map;
+    map.dtype = request.dtype == DType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                  : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    map.global_address = reinterpret_cast<CUdeviceptr>(request.global_address);
+    map.global_dims = request.dims;
+    map.global_strides = request.strides;
+    map.box_dims = request.box;
+    map.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+    map.l2_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    return map;
+  }
 
   void require_stream_on_device(void* stream) const {
     if (!driver::stream_on_device(static_cast<CUstream>(stream), device)) {
@@ -234,7 +274,7 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   if (plan.work_items.empty() && s.options.cluster_size == 0) return;
 
   driver::LaunchConfig config = launch_config(s.geometry(), plan, cu_stream);
-  void* kernel_args[] = {&params};
+  void* kernel_args[] = {&params, s.extra_kernel_params(args)};
 
   // Without split tiles there is nothing to merge: one plain launch, no barrier. A pinned
   // grid (the CUDA-graph mode) always launches the same way, so a captured graph stays

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "family/hopper/hopper_family.h"
 #include "family/portable/portable_family.h"
 #include "mlajit/error.h"
 
@@ -30,6 +31,7 @@ std::string reasons_of_all(const Reason& reason) {
 
 const std::vector<const KernelFamily*>& kernel_families() {
   static const std::vector<const KernelFamily*> families{
+      &hopper::family(),
       &portable::family(),
   };
   return families;

@@ -62,7 +62,8 @@ std::string row_text(const MlaShape& shape) {
 }
 
 // Appends the specs of one family's rows on one target; a row the family cannot build there
-// is an error when the family was asked for by name, else noted in `skipped`.
+// is an error when both the family and the archs were asked for by name, else noted in
+// `skipped` (a named family over the default archs covers the archs it runs on).
 void add_family_rows(const KernelFamily& family, const DeviceTarget& target,
                      const FleetMatrixOptions& options, std::vector<KernelSpec>* specs,
                      std::vector<std::string>* skipped) {
@@ -72,7 +73,9 @@ void add_family_rows(const KernelFamily& family, const DeviceTarget& target,
     if (!reason.empty()) {
       const std::string what = fmt::format("kernel family '{}' cannot build {} for {}: {}",
                                            family.name(), row_text(shape), target.arch, reason);
-      if (options.kernel != kAutoFamily) throw Error(ErrorCode::kUnsupported, what);
+      if (options.kernel != kAutoFamily && !options.archs.empty()) {
+        throw Error(ErrorCode::kUnsupported, what);
+      }
       skipped->push_back(what);
       continue;
     }

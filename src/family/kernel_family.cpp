@@ -21,6 +21,11 @@ std::vector<KernelSpec> KernelFamily::fleet_specs(const MlaShape& shape,
 
 int KernelFamily::tier_of(const KernelSpec&) const { return 0; }
 
+KernelRunParams KernelFamily::run_params(const MlaShape&, const KernelSpec&,
+                                         const MlaRunArgs&) const {
+  return {};
+}
+
 // FP8 is a KV-cache format: every family computes in, and writes, 16-bit queries and output.
 void KernelFamily::check(const KernelSpec& spec) const {
   for (const auto& [field, dtype] : {std::pair{"q", spec.q_dtype}, std::pair{"o", spec.o_dtype}}) {

@@ -15,6 +15,25 @@
 
 namespace mlajit::family {
 
+// A TMA tensor map that a kernel parameter holds, described without the driver (this layer
+// never calls it; the attention layer encodes it with cuTensorMapEncodeTiled): a tiled map of
+// 16-bit elements, 128-byte swizzle, dimensions innermost first.
+struct TensorMapRequest {
+  size_t offset = 0;                  // where the 128 encoded bytes go in KernelRunParams::bytes
+  const void* global_address = nullptr;
+  DType dtype = DType::kBFloat16;
+  std::vector<uint64_t> dims;         // elements
+  std::vector<uint64_t> strides;      // bytes, of dims 1..rank-1
+  std::vector<uint32_t> box;          // elements
+};
+
+// A kernel's parameters after MlaParams for one run(): the packed struct, with the tensor maps
+// to encode into it. Empty for a kernel that takes MlaParams alone.
+struct KernelRunParams {
+  std::vector<unsigned char> bytes;
+  std::vector<TensorMapRequest> tensor_maps;
+};
+
 struct HeadDims {
   int ckv = 512;
   int kpe = 64;
@@ -58,6 +77,11 @@ class KernelFamily {
   void check(const KernelSpec& spec) const;
   // The program of a spec that passed check().
   virtual jit::KernelProgram program(const KernelSpec& spec) const = 0;
+  // The kernel's parameters after MlaParams for a run of `spec` over `args` (empty by
+  // default). They may depend on the KV tensors only (ckv, kpe and their strides): the
+  // attention layer rebuilds them when those change and reuses them otherwise.
+  virtual KernelRunParams run_params(const MlaShape& shape, const KernelSpec& spec,
+                                     const MlaRunArgs& args) const;
 
  protected:
   virtual void check_spec(const KernelSpec& spec) const = 0;

@@ -2,6 +2,8 @@
 // inputs, poisons the outputs first, and prints its relative errors.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "attention/mla_check.h"
 #include "gpu_test_support.h"
@@ -25,7 +27,34 @@ MlaShape shape_of(int heads, int page_size, bool causal = false, DType dtype = D
   return shape;
 }
 
-void check_case(const MlaCheckCase& check) {
+// MLAJIT_TEST_KERNEL=<family> runs every case on that family (the suite is run once per
+// family); a case the family cannot run (its head dims, a forced tier) is skipped, saying so.
+const char* family_under_test() {
+  const char* family = std::getenv("MLAJIT_TEST_KERNEL");
+  return family != nullptr && *family != '\0' ? family : nullptr;
+}
+
+bool runs_on_family_under_test(MlaCheckCase& check) {
+  const char* family = family_under_test();
+  if (family == nullptr) return true;
+  check.options.kernel = family;
+  std::string reason;
+  if (check.options.force_tier != 0 && std::string(family) != "portable") {
+    reason = "a forced tier is a portable-family option";
+  } else {
+    try {
+      tile_for(0, check.shape, check.options);
+    } catch (const Error& error) {
+      reason = error.what();
+    }
+  }
+  if (reason.empty()) return true;
+  std::printf("%-58s skipped on %s: %s\n", check.name.c_str(), family, reason.c_str());
+  return false;
+}
+
+void check_case(MlaCheckCase check) {
+  if (!runs_on_family_under_test(check)) return;
   const MlaCheckResult result = run_mla_check(check);
   const double tolerance =
       check.shape.dtype == DType::kBFloat16 ? kBf16Tolerance : kFp16Tolerance;
@@ -170,9 +199,10 @@ TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
       auto check = make_random_case("sanitize tier " + std::to_string(tier) +
                                         (two_launch ? " two-launch" : " cooperative"),
                                     shape, 2, 2, 100, 300, ++seed);
-      check.options.force_tier = tier;
+      check.options.force_tier = family_under_test() ? 0 : tier;  // other families: no tiers
       check.options.force_two_launch = two_launch;
       check.options.cluster_size = 1;  // forces the merge path even when nothing splits
+      if (!runs_on_family_under_test(check)) continue;
       const MlaCheckResult result = run_mla_check(check);
       std::printf("%-40s out %.2e lse %.2e\n", check.name.c_str(), result.out_error,
                   result.lse_error);
@@ -196,10 +226,42 @@ TEST_CASE("a forced kernel family runs and its spec says so; a family's errors c
   CHECK(attention.spec_text() == tile_for(0, shape_of(128, 64), options).spec_text);
   options.kernel = "hoppr";
   CHECK_THROWS_WITH(BatchMlaAttention(shape_of(128, 64), options),
-                    Catch::Contains("auto, portable"));
+                    Catch::Contains("auto, hopper, portable"));
   MlaShape fp8 = shape_of(128, 64);
   fp8.kv_dtype = DType::kFloat8E4M3;
   CHECK_THROWS_WITH(BatchMlaAttention(fp8), Catch::Contains("no FP8 KV path yet"));
+}
+
+}  // namespace mlajit
+
+namespace mlajit {
+
+TEST_CASE("the hopper family on compute capability 9.0: TMA pages and gathered pages", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  const DeviceSummary device = device_summary(0);
+  if (device.cc_major != 9 || device.cc_minor != 0) {
+    WARN("skipping: the hopper family needs compute capability 9.0, device 0 is "
+         << device.cc_major << "." << device.cc_minor);
+    return;
+  }
+  uint64_t seed = 1100;
+  for (int page : {1, 16, 64, 128}) {
+    for (int heads : {16, 128}) {
+      auto check = make_random_case("kernel=hopper H" + std::to_string(heads) + " page" +
+                                        std::to_string(page),
+                                    shape_of(heads, page), 6, 1, 1, 3000, ++seed);
+      check.options.kernel = "hopper";
+      check_case(check);
+    }
+  }
+  MlaOptions options;
+  options.device = 0;
+  options.kernel = "hopper";
+  const BatchMlaAttention attention(shape_of(128, 64), options);
+  CHECK(attention.spec_text().rfind("hopper;", 0) == 0);
+  CHECK(attention.spec_text().find("arch=sm_90a") != std::string::npos);
+  CHECK_THROWS_WITH(BatchMlaAttention(shape_of(128, 64, false, DType::kBFloat16, 256, 32), options),
+                    Catch::Contains("ckv=512 kpe=64 only"));
 }
 
 }  // namespace mlajit
