@@ -76,6 +76,20 @@ TEST_CASE("auto selects the first family that runs the shape on the device") {
   refusal(ErrorCode::kInvalidArgument, [&] { select_family(shape, turing, "hoppr"); });
 }
 
+TEST_CASE("a forced tile tier needs a family with tile tiers") {
+  const MlaShape shape;
+  CHECK(&select_family(shape, profile_target("sm_90"), kAutoFamily, 2) ==
+        &find_family("portable"));
+  CHECK(&select_family(shape, profile_target("sm_90"), "portable", 3) ==
+        &find_family("portable"));
+  const std::string refused =
+      refusal(ErrorCode::kUnsupported, [&] { select_family(shape, profile_target("sm_90"),
+                                                           "hopper", 2); });
+  CHECK(contains(refused, "force_tier=2"));
+  CHECK(contains(refused, "kernel family 'hopper' has one tile config"));
+  CHECK(&select_family(shape, profile_target("sm_90"), "hopper", 0) == &find_family("hopper"));
+}
+
 TEST_CASE("a request is checked against the families before any device is known") {
   check_request(MlaShape{}, kAutoFamily);
   check_request(MlaShape{}, "portable");

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "json_writer.h"
 #include "mlajit/error.h"
+#include "mlajit/runtime.h"
 #include "roofline_plot.h"
 
 namespace mlajit::cli {
@@ -186,10 +187,38 @@ std::string csv_path_for(const BenchArgs& args) {
   return (has_extension ? args.plot.substr(0, dot) : args.plot) + ".csv";
 }
 
+// The baseline's rows a named family cannot run (the forced-tier rows time the portable
+// family's smaller tiles) are left out, saying why; an explicit --shape is never left out.
+std::vector<MlaBenchShape> runnable_baseline_rows(const std::vector<MlaBenchShape>& shapes,
+                                                  const BenchArgs& args) {
+  if (!args.shapes.empty() || args.kernel == MlaOptions{}.kernel) return shapes;
+  std::vector<MlaBenchShape> runnable;
+  for (const auto& shape : shapes) {
+    MlaShape mla;
+    mla.num_heads = shape.num_heads;
+    mla.page_size = shape.page_size;
+    mla.dtype = shape.dtype;
+    mla.causal = shape.causal;
+    MlaOptions options;
+    options.kernel = args.kernel;
+    options.force_tier = shape.force_tier;
+    try {
+      tile_for(args.device, mla, options);
+      runnable.push_back(shape);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUnsupported) throw;
+      std::fprintf(stderr, "mlajit bench: H%d B%d L%d %s left out: %s\n", shape.num_heads,
+                   shape.batch, shape.kv_len, variant_of(shape).c_str(), e.what());
+    }
+  }
+  return runnable;
+}
+
 int run_bench(const BenchArgs& args, const CLI::App& app) {
-  const auto shapes = bench_shapes(args, app);
+  const auto asked = bench_shapes(args, app);
   check_kernel_option(args.kernel);
   require_gpu("bench", args.device);
+  const auto shapes = runnable_baseline_rows(asked, args);
   MlaBenchOptions options;
   options.kernel = args.kernel;
   options.iterations = args.iterations;

@@ -88,12 +88,20 @@ struct CaseOutcome {
   bool passed = false;
 };
 
-// A forced tier that needs more shared memory than the device has is not a failure of the
-// kernel: the case is skipped, saying so.
-std::string tier_does_not_fit(const MlaCheckCase& check, const driver::DeviceInfo& device) {
-  if (check.options.force_tier == 0) return "";
-  const TileChoice choice = tile_for(device.ordinal, check.shape, check.options);
-  if (choice.shared_bytes <= device.smem_per_block_optin) return "";
+// A case the named family cannot compute (its head dims, its arch) and a forced tier that needs
+// more shared memory than the device has are not failures of the kernel: the case is skipped,
+// saying so.
+std::string case_does_not_apply(const MlaCheckCase& check, const driver::DeviceInfo& device) {
+  TileChoice choice;
+  try {
+    choice = tile_for(device.ordinal, check.shape, check.options);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnsupported || check.options.kernel == "auto") throw;
+    return e.what();
+  }
+  if (check.options.force_tier == 0 || choice.shared_bytes <= device.smem_per_block_optin) {
+    return "";
+  }
   return fmt::format("tier {} needs {} B of shared memory; the device has {} B per block",
                      check.options.force_tier, choice.shared_bytes, device.smem_per_block_optin);
 }
@@ -106,7 +114,7 @@ CaseOutcome run_case(const CaseShape& shape, const VerifyArgs& args,
   outcome.tolerance = shape.dtype == DType::kBFloat16 ? kBf16Tolerance : kFp16Tolerance;
   try {
     const MlaCheckCase check = make_case(shape, device.ordinal, args.kernel, seed);
-    outcome.skipped = tier_does_not_fit(check, device);
+    outcome.skipped = case_does_not_apply(check, device);
     if (!outcome.skipped.empty()) {
       outcome.passed = true;  // counts as no failure
       return outcome;

@@ -12,7 +12,7 @@ family::DeviceTarget device_target(const driver::DeviceInfo& device) {
 MlaKernelChoice choose_kernel(const MlaShape& shape, const family::DeviceTarget& target,
                               const MlaOptions& options) {
   MlaKernelChoice choice;
-  choice.family = &family::select_family(shape, target, options.kernel);
+  choice.family = &family::select_family(shape, target, options.kernel, options.force_tier);
   choice.spec = choice.family->spec_for(shape, target, options);
   return choice;
 }

@@ -78,9 +78,15 @@ void check_request(const MlaShape& shape, const std::string& requested) {
 }
 
 const KernelFamily& select_family(const MlaShape& shape, const DeviceTarget& target,
-                                  const std::string& requested) {
+                                  const std::string& requested, int force_tier) {
   if (requested != kAutoFamily) {
     const KernelFamily& family = find_family(requested);
+    if (force_tier != 0 && !family.has_tile_tiers()) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("force_tier={} picks a tile tier, and kernel family '{}' has one "
+                              "tile config: leave force_tier at 0 or name the portable family",
+                              force_tier, requested));
+    }
     const std::string reason = family.unsupported_reason(shape, target);
     if (!reason.empty()) {
       throw Error(ErrorCode::kUnsupported,
@@ -91,7 +97,7 @@ const KernelFamily& select_family(const MlaShape& shape, const DeviceTarget& tar
   }
   for (const KernelFamily* family : kernel_families()) {
     if (family->unsupported_reason(shape, target).empty() &&
-        family->auto_eligible(shape, target)) {
+        family->auto_eligible(shape, target) && (force_tier == 0 || family->has_tile_tiers())) {
       return *family;
     }
   }

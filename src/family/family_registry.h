@@ -27,9 +27,10 @@ std::vector<HeadDims> all_head_dims();
 // Error(kInvalidArgument) for an unknown name, Error(kUnsupported) saying why otherwise.
 void check_request(const MlaShape& shape, const std::string& requested);
 // The family that computes `shape` on `target`: `requested` if it can, or with "auto" the first
-// eligible family that can. Throws as check_request, and Error(kUnsupported) with each
-// family's reason when none can.
+// eligible family that can. A nonzero `force_tier` (MlaOptions) needs a family with tile tiers:
+// "auto" then takes the first such family, a named family without tiers is refused. Throws as
+// check_request, and Error(kUnsupported) with each family's reason when none can.
 const KernelFamily& select_family(const MlaShape& shape, const DeviceTarget& target,
-                                  const std::string& requested);
+                                  const std::string& requested, int force_tier = 0);
 
 }  // namespace mlajit::family

@@ -20,6 +20,7 @@ std::vector<KernelSpec> KernelFamily::fleet_specs(const MlaShape& shape,
 }
 
 int KernelFamily::tier_of(const KernelSpec&) const { return 0; }
+bool KernelFamily::has_tile_tiers() const { return false; }
 
 KernelRunParams KernelFamily::run_params(const MlaShape&, const KernelSpec&,
                                          const MlaRunArgs&) const {

@@ -70,6 +70,8 @@ class KernelFamily {
   virtual std::vector<MlaShape> fleet_shapes() const = 0;
   // The tile tier of one of its specs (1 = largest) for reports; 0 when it has no tiers.
   virtual int tier_of(const KernelSpec& spec) const;
+  // Whether MlaOptions::force_tier can pick one of its tile configs (a debug option).
+  virtual bool has_tile_tiers() const;
 
   // Throws Error(kUnsupported / kInvalidArgument) naming the field when `spec` (e.g. a spec
   // text from the command line) is not one of this family's kernels. Any family refuses e4m3

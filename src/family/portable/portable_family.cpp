@@ -99,6 +99,7 @@ class PortableFamily final : public KernelFamily {
   }
 
   int tier_of(const KernelSpec& spec) const override { return portable::tier_of(spec.tile); }
+  bool has_tile_tiers() const override { return true; }
 
   jit::KernelProgram program(const KernelSpec& spec) const override {
     jit::KernelProgram program;
