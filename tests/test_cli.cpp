@@ -776,12 +776,16 @@ TEST_CASE("info lists the kernel families and what each profiled arch gets, with
   CHECK(portable["name"].text == "portable");
   CHECK(portable["archs"].items.size() == 10);
   CHECK(portable["head_dims"].items[0].text == "512/64");
-  CHECK(report["archs"]["sm_90"]["family"].text == "portable");
-  CHECK(report["archs"]["sm_90"]["tier"].number == 1);
+  CHECK(report["archs"]["sm_90"]["family"].text == "hopper");
+  CHECK(report["archs"]["sm_90"]["tier"].number == 0);  // one tile config: no tiers
+  CHECK(report["archs"]["sm_100"]["family"].text == "portable");
+  CHECK(report["archs"]["sm_100"]["tier"].number == 1);
   CHECK(report["archs"]["sm_86"]["tier"].number == 3);
   CHECK(report["archs"]["sm_80"]["spec"].text.find("arch=sm_80") != std::string::npos);
   const CliRun text = run_cli("info", cache.path());
   CHECK(text.out.find("family  hopper: ") != std::string::npos);
   CHECK(text.out.find("family  portable: ") != std::string::npos);
-  CHECK(text.out.find("arch    sm_90   default shape gets portable tier 1") != std::string::npos);
+  CHECK(text.out.find("arch    sm_90   default shape gets hopper (223024 B smem)") !=
+        std::string::npos);
+  CHECK(text.out.find("arch    sm_100  default shape gets portable tier 1") != std::string::npos);
 }

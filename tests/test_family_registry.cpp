@@ -57,8 +57,15 @@ TEST_CASE("the registry lists the families in preference order and finds them by
 
 TEST_CASE("auto selects the first family that runs the shape on the device") {
   const MlaShape shape;
-  // hopper runs on sm_90 but is not yet chosen by auto (it is forced by name).
-  CHECK(&select_family(shape, profile_target("sm_90"), kAutoFamily) == &find_family("portable"));
+  // hopper: 32 heads or more on compute capability 9.0; fewer heads, other archs: portable.
+  CHECK(&select_family(shape, profile_target("sm_90"), kAutoFamily) == &find_family("hopper"));
+  MlaShape narrow = shape;
+  narrow.num_heads = 31;
+  CHECK(&select_family(narrow, profile_target("sm_90"), kAutoFamily) == &find_family("portable"));
+  narrow.num_heads = 32;
+  CHECK(&select_family(narrow, profile_target("sm_90"), kAutoFamily) == &find_family("hopper"));
+  CHECK(&select_family(shape, profile_target("sm_100"), kAutoFamily) ==
+        &find_family("portable"));
   CHECK(&select_family(shape, profile_target("sm_90"), "hopper") == &find_family("hopper"));
   CHECK(&select_family(shape, profile_target("sm_80"), "portable") == &find_family("portable"));
   DeviceTarget turing = profile_target("sm_80");
@@ -121,7 +128,10 @@ TEST_CASE("the public API lists the families and says which one a shape gets") {
   CHECK(mlajit::kernel_family("portable").name == "portable");
   refusal(ErrorCode::kInvalidArgument, [] { mlajit::kernel_family("auto"); });
 
-  const mlajit::TileChoice choice = mlajit::tile_for_arch("sm_90a", MlaShape{});
+  CHECK(mlajit::tile_for_arch("sm_90a", MlaShape{}).family == "hopper");
+  MlaShape sixteen_heads;
+  sixteen_heads.num_heads = 16;
+  const mlajit::TileChoice choice = mlajit::tile_for_arch("sm_90a", sixteen_heads);
   CHECK(choice.family == "portable");
   CHECK(choice.tier == 1);
   CHECK(choice.shared_bytes == 221696);

@@ -189,7 +189,8 @@ Json cache_json(const std::string& cache_dir) {
 std::string kernel_text(const DefaultKernel& kernel) {
   if (!kernel.error.empty()) return "no kernel: " + kernel.error;
   const TileChoice& c = kernel.choice;
-  return fmt::format("{} tier {} ({} B smem): {}", c.family, c.tier, c.shared_bytes, c.spec_text);
+  const std::string tier = c.tier != 0 ? fmt::format(" tier {}", c.tier) : "";  // 0: no tiers
+  return fmt::format("{}{} ({} B smem): {}", c.family, tier, c.shared_bytes, c.spec_text);
 }
 
 void print_families(const std::vector<KernelFamilyInfo>& families) {

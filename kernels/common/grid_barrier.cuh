@@ -14,9 +14,15 @@ __device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* address) {
   return value;
 }
 
+// The block barriers are unaligned (barrier.sync, not __syncthreads' aligned bar.sync): a
+// warp-specialized kernel calls this from each role's own branch, at different instructions.
+__device__ __forceinline__ void block_barrier_across_roles() {
+  asm volatile("barrier.sync 0;" ::: "memory");
+}
+
 __device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned* generation,
                                              unsigned num_blocks) {
-  __syncthreads();
+  block_barrier_across_roles();
   if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
     // Read the generation before arriving: it cannot move until this block has arrived.
     const unsigned arrival_generation = load_acquire_gpu(generation);
@@ -33,7 +39,7 @@ __device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned* genera
     }
     __threadfence();
   }
-  __syncthreads();
+  block_barrier_across_roles();
 }
 
 }  // namespace mlajit_kernel

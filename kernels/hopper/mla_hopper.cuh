@@ -600,7 +600,7 @@ __device__ __forceinline__ void softmax_item(const MlaParams& p, const HopperTma
                                              uint32_t& sequence, const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
-  named_barrier_sync(kAllThreads, C::kThreads);  // the previous item is done with every buffer
+  named_barrier_sync_across_roles(kAllThreads, C::kThreads);  // the previous item is done with every buffer
   float o[C::kOutCols / 2];
 #pragma unroll
   for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
@@ -621,7 +621,7 @@ __device__ __forceinline__ void softmax_item(const MlaParams& p, const HopperTma
     lse[j] = st.m[j] == neg_inf() || l <= 0.f ? neg_inf() : st.m[j] * p.sm_scale_log2 + fast_log2(l);
   }
   sequence += t.num_tiles;
-  named_barrier_sync(kAllThreads, C::kThreads);  // the row sums are in shared memory
+  named_barrier_sync_across_roles(kAllThreads, C::kThreads);  // the row sums are in shared memory
   write_output<C>(p, o, lse, sm, t, role);
 }
 
@@ -631,13 +631,13 @@ __device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma&
                                             uint32_t& sequence, const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;
-  named_barrier_sync(kAllThreads, C::kThreads);
+  named_barrier_sync_across_roles(kAllThreads, C::kThreads);
   float o[C::kOutCols / 2];
 #pragma unroll
   for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
   output_loop<C>(tma, sm, t, sequence, o, role);
   sequence += t.num_tiles;
-  named_barrier_sync(kAllThreads, C::kThreads);
+  named_barrier_sync_across_roles(kAllThreads, C::kThreads);
   const float lse[2] = {neg_inf(), neg_inf()};  // the softmax warpgroup writes the LSE
   write_output<C>(p, o, lse, sm, t, role);
 }
@@ -648,10 +648,10 @@ __device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTm
                                               uint32_t& sequence, const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;
-  named_barrier_sync(kAllThreads, C::kThreads);
+  named_barrier_sync_across_roles(kAllThreads, C::kThreads);
   producer_loop<C>(p, tma, sm, t, sequence, role);
   sequence += t.num_tiles;
-  named_barrier_sync(kAllThreads, C::kThreads);
+  named_barrier_sync_across_roles(kAllThreads, C::kThreads);
 }
 
 // Every role runs its own loop over the CTA's work items.
