@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "attention/mla_check.h"
+#include "check/mla_check.h"
 #include "gpu_test_support.h"
 #include "mlajit/runtime.h"
 
