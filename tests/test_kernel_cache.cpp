@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,11 +13,13 @@
 #include "mlajit/error.h"
 #include "mlajit/kernel_cache.h"
 #include "mlajit/runtime.h"
+#include "env_guard.h"
 #include "temp_dir.h"
 
 using mlajit::CacheSettings;
 using mlajit::KernelCache;
 using mlajit::KernelSpec;
+using mlajit::test::EnvGuard;
 using mlajit::test::TempDir;
 
 namespace {
@@ -50,27 +51,6 @@ std::set<std::string> spec_texts(const std::vector<mlajit::CacheEntryInfo>& entr
   for (const auto& entry : entries) texts.insert(entry.spec_text);
   return texts;
 }
-
-// Sets environment variables for one test, restoring them after.
-class EnvGuard {
- public:
-  explicit EnvGuard(std::vector<std::string> names) {
-    for (auto& name : names) {
-      const char* value = std::getenv(name.c_str());
-      saved_.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
-      ::unsetenv(name.c_str());
-    }
-  }
-  ~EnvGuard() {
-    for (const auto& [name, value] : saved_) {
-      if (value) ::setenv(name.c_str(), value->c_str(), 1);
-      else ::unsetenv(name.c_str());
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
 
 }  // namespace
 
