@@ -11,3 +11,8 @@ target_include_directories(mlajit_deps SYSTEM INTERFACE
   ${MLAJIT_FMT_INCLUDE} ${MLAJIT_SPDLOG_INCLUDE} ${MLAJIT_XXHASH_INCLUDE})
 target_compile_definitions(mlajit_deps INTERFACE
   FMT_HEADER_ONLY SPDLOG_HEADER_ONLY SPDLOG_FMT_EXTERNAL XXH_INLINE_ALL)
+
+# fmt alone: all that the CLI and the check library (tools/) use besides the public API.
+add_library(mlajit_fmt INTERFACE)
+target_include_directories(mlajit_fmt SYSTEM INTERFACE ${MLAJIT_FMT_INCLUDE})
+target_compile_definitions(mlajit_fmt INTERFACE FMT_HEADER_ONLY)

@@ -3,6 +3,8 @@
 # (default carry/gpu, git-ignored): the installed library and CLI, the GPU tests, the overhead
 # probe, both examples, a cache precompiled for sm_90 (every tier) and scripts/gpu-sitting.sh.
 # Then, with the device tool: run `bash carry/gpu/gpu-sitting.sh` with carry ["carry/gpu"].
+# The installed CLI loads prefix/lib/libmlajit.so (its RPATH); the GPU tests carry the check
+# library (tools/check) and the library's objects statically: nothing else needs copying.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-carry/gpu}

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "temp_dir.h"
@@ -427,6 +428,27 @@ TEST_CASE("the JSON writer escapes strings and keeps arrays of objects on the ke
 
 // ---------------------------------------------------------------- the CLI: usage
 
+TEST_CASE("the CLI is a client of libmlajit.so: it links the shared library, no internals") {
+  REQUIRE_CLI_BUILT();
+  TempDir out;
+  auto run = [&](const std::string& command) {
+    const std::string file = out.sub("output");
+    REQUIRE(std::system((command + " > " + shell_quote(file) + " 2>&1").c_str()) == 0);
+    return read_file(file);
+  };
+  const std::string libraries = run("ldd " + shell_quote(cli_path()));
+  INFO(libraries);
+  CHECK(libraries.find("libmlajit.so") != std::string::npos);
+  // Its own symbols: the CLI, the check library and what they instantiate; none of the
+  // library's internal layers (they would mean a second copy of the library's state).
+  const std::string symbols = run("nm -C --defined-only " + shell_quote(cli_path()));
+  for (const char* layer : {"mlajit::jit::", "mlajit::driver::", "mlajit::family::",
+                            "mlajit::plan::", "mlajit::capi::", "mlajit::BatchMlaAttention::"}) {
+    INFO(layer);
+    CHECK(symbols.find(layer) == std::string::npos);
+  }
+}
+
 TEST_CASE("every command's --help exits 0 and names the command") {
   REQUIRE_CLI_BUILT();
   TempDir cache("mlajit-cli-test");
@@ -630,6 +652,129 @@ TEST_CASE("verify and bench without a GPU exit 1 and say why") {
     CHECK(run.exit_code == 1);
     CHECK(run.err.find("needs a GPU") != std::string::npos);
   }
+}
+
+// ---------------------------------------------------------------- the CLI: bench's shapes
+
+namespace {
+
+const JsonValue* find_shape(const JsonValue& shapes, int heads, int batch, double kv_len, int page,
+                            int q_len, const std::string& variant) {
+  for (const auto& shape : shapes.items) {
+    const bool kv = kv_len < 0 ? shape["kv_len"].kind == JsonValue::kString
+                               : shape["kv_len"].kind == JsonValue::kNumber &&
+                                     shape["kv_len"].number == kv_len;
+    if (shape["heads"].number == heads && shape["batch"].number == batch && kv &&
+        shape["page"].number == page && shape["q_len"].number == q_len &&
+        shape["variant"].text == variant) {
+      return &shape;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("bench --dry-run lists the default shapes with the newest peer timings, without a GPU") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache("mlajit-cli-test");
+  const CliRun run = run_cli("bench --dry-run --json", cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue shapes = parse_json(run.out)["shapes"];
+  // The 26 rows of baseline.md's "Re-measured 2026-12-01" table, then the 8 shapes of the
+  // 2026-11-29 tables it did not re-measure (no peer timings).
+  REQUIRE(shapes.items.size() == 34);
+  size_t with_peers = 0;
+  for (const auto& shape : shapes.items) with_peers += shape["fa2_us"].kind == JsonValue::kNumber;
+  CHECK(with_peers == 26);
+  const JsonValue* decode = find_shape(shapes, 128, 64, 4096, 64, 1, "");
+  REQUIRE(decode);
+  CHECK((*decode)["fa2_us"].number == Approx(278.75));
+  CHECK((*decode)["fa3_us"].number == Approx(129.18));
+  CHECK((*decode)["flashmla_us"].number == Approx(114.21));
+  const JsonValue* page1 = find_shape(shapes, 128, 64, 4096, 1, 1, "");
+  REQUIRE(page1);
+  CHECK((*page1)["fa2_us"].number == Approx(301.90));
+  CHECK((*page1)["flashmla_us"].kind == JsonValue::kNull);  // FlashMLA: page size 64 only
+  const JsonValue* causal = find_shape(shapes, 128, 16, 16384, 64, 4, "causal");
+  REQUIRE(causal);
+  CHECK((*causal)["causal"].boolean);
+  CHECK((*causal)["flashmla_us"].number == Approx(398.16));
+  const JsonValue* ragged = find_shape(shapes, 128, 64, -1, 64, 1, "ragged U[1,8192]");
+  REQUIRE(ragged);
+  CHECK((*ragged)["fa2_us"].number == Approx(430.86));
+  // Kept from the older tables, compared with nothing now.
+  for (const auto& [heads, batch, kv_len, page, variant] :
+       std::vector<std::tuple<int, int, int, int, std::string>>{
+           {16, 128, 4096, 1, ""}, {128, 64, 4096, 64, "fp16"}, {16, 128, 16384, 64, "tier3"}}) {
+    const JsonValue* old = find_shape(shapes, heads, batch, kv_len, page, 1, variant);
+    INFO(heads << "," << batch << "," << kv_len << "," << page << " " << variant);
+    REQUIRE(old);
+    CHECK((*old)["fa2_us"].kind == JsonValue::kNull);
+  }
+  const CliRun text = run_cli("bench --dry-run", cache.path());
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("34 shapes") != std::string::npos);
+  CHECK(text.out.find("278.75") != std::string::npos);
+}
+
+TEST_CASE("bench --shape takes baseline.md's notation, and modifiers change which peers apply") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache("mlajit-cli-test");
+  auto shapes_of = [&](const std::string& args) {
+    const CliRun run = run_cli("bench --dry-run --json " + args, cache.path());
+    INFO(args << ": " << run.err);
+    REQUIRE(run.exit_code == 0);
+    return parse_json(run.out)["shapes"];
+  };
+  // The same problem written two ways gets the same peer row.
+  const JsonValue explicit_causal = shapes_of("--shape 128,64,4096,64,2,1");
+  const JsonValue modified = shapes_of("--shape 128,64,4096,64 --causal --qlen 2");
+  REQUIRE(explicit_causal.items.size() == 1);
+  CHECK(explicit_causal.items[0]["fa2_us"].number == Approx(551.94));
+  CHECK(modified.items[0]["fa2_us"].number == Approx(551.94));
+  const JsonValue ragged = shapes_of("--shape ragged:128,64,1,8192,20260601");
+  CHECK(ragged.items[0]["flashmla_us"].number == Approx(130.93));
+  CHECK(shapes_of("--shape ragged:128,64,1,8192,7").items[0]["fa2_us"].kind == JsonValue::kNull);
+  // The peers were timed in bf16 on their own tiles: fp16 or a forced tier has no peer figure.
+  CHECK(shapes_of("--shape 16,16,4096,64 --dtype f16").items[0]["fa2_us"].kind ==
+        JsonValue::kNull);
+  CHECK(shapes_of("--shape 16,16,4096,64 --tier 2").items[0]["fa3_us"].kind == JsonValue::kNull);
+  CHECK(shapes_of("--shape 16,16,4096,64").items[0]["fa3_us"].number == Approx(32.80));
+  // The modifiers apply to the default shapes too.
+  const JsonValue all_fp16 = shapes_of("--dtype f16");
+  CHECK(all_fp16.items.size() == 34);
+  for (const auto& shape : all_fp16.items) CHECK(shape["dtype"].text == "f16");
+  for (const std::string bad : {"--shape 128,64,4096,64,2", "--shape ragged:128,64,9,8",
+                                "--shape 129,1,1,1", "--shape 128,64,4096,64,1,2"}) {
+    const CliRun run = run_cli("bench --dry-run " + bad, cache.path());
+    INFO(bad << ": " << run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(count_lines(run.err) == 1);
+    CHECK(run.err.find("--shape") != std::string::npos);
+  }
+}
+
+TEST_CASE("the embedded peer timings are the newest table of shared/perf/baseline.md") {
+  // The data file is generated from baseline.md, which lives in the workplace's shared folder
+  // beside the repository; where it is, the file must be what the script makes of it.
+  const fs::path baseline = fs::path(MLAJIT_SOURCE_DIR) / ".." / "shared" / "perf" / "baseline.md";
+  if (!fs::exists(baseline)) {
+    WARN("skipped: no " << baseline.string());
+    return;
+  }
+  TempDir out;
+  const std::string generated = out.sub("peer_timings.csv");
+  const std::string command = shell_quote(std::string(MLAJIT_SOURCE_DIR) +
+                                          "/scripts/peer-timings-from-baseline.sh") +
+                              " " + shell_quote(baseline.string()) + " > " + shell_quote(generated);
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string committed =
+      read_file(std::string(MLAJIT_SOURCE_DIR) + "/tools/data/peer_timings_h200.csv");
+  INFO("regenerate with: scripts/peer-timings-from-baseline.sh > tools/data/peer_timings_h200.csv");
+  CHECK(read_file(generated) == committed);
+  CHECK(committed.find("\"128,64,4096,64\",278.75,129.18,114.21,") != std::string::npos);
 }
 
 // ---------------------------------------------------------------- the CLI: precompile

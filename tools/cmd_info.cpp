@@ -9,9 +9,8 @@
 
 #include "cache_listing.h"
 #include "commands.h"
-#include "driver/cuda_driver.h"
-#include "jit/nvrtc_compiler.h"
 #include "mlajit/error.h"
+#include "mlajit/kernel_cache.h"
 #include "mlajit/runtime.h"
 
 namespace mlajit::cli {
@@ -77,50 +76,48 @@ std::vector<std::string> profiled_archs(const std::vector<KernelFamilyInfo>& fam
   return archs;
 }
 
-std::vector<driver::DeviceInfo> devices() {
-  std::vector<driver::DeviceInfo> found;
-  if (!driver::driver_available()) return found;
-  const int count = driver::device_count();
-  for (int ordinal = 0; ordinal < count; ++ordinal) found.push_back(driver::device_info(ordinal));
-  return found;
+// No driver: no GPUs (info reports the driver's state on its own line).
+std::vector<DeviceSummary> gpus() {
+  if (!driver_available()) return {};
+  return devices();
 }
 
-jit::CacheOptions cache_layers(const std::string& cache_dir, std::vector<LayerSummary>* layers) {
-  jit::DiskCache cache(cache_options_for(cache_dir));
+CacheSettings cache_layers(const std::string& cache_dir, std::vector<LayerSummary>* layers) {
+  KernelCache cache(cache_settings_for(cache_dir));
   std::map<std::string, std::pair<size_t, uint64_t>> per_dir;  // entries, bytes
-  for (const auto& listing : cache.list()) {
-    ++per_dir[listing.dir].first;
-    per_dir[listing.dir].second += listing.bytes;
+  for (const auto& entry : cache.list()) {
+    ++per_dir[entry.dir].first;
+    per_dir[entry.dir].second += entry.bytes;
   }
-  const jit::CacheOptions& options = cache.options();
-  for (const auto& dir : options.read_only_dirs) {
+  const CacheSettings& settings = cache.settings();
+  for (const auto& dir : settings.read_only_dirs) {
     layers->push_back({"shipped", dir, per_dir[dir].first, per_dir[dir].second, false});
   }
-  if (!options.user_dir.empty()) {
-    const auto& totals = per_dir[options.user_dir];
-    layers->push_back({"user", options.user_dir, totals.first, totals.second,
+  if (!settings.user_dir.empty()) {
+    const auto& totals = per_dir[settings.user_dir];
+    layers->push_back({"user", settings.user_dir, totals.first, totals.second,
                        cache.user_dir_writable()});
   }
-  return options;
+  return settings;
 }
 
 Json nvrtc_json() {
-  const auto& compiler = jit::NvrtcCompiler::instance();
+  const CompilerInfo compiler = compiler_info();
   Json nvrtc = Json::object();
-  nvrtc.set("available", compiler.available());
-  if (!compiler.available()) return nvrtc.set("reason", compiler.unavailable_reason());
+  nvrtc.set("available", compiler.available);
+  if (!compiler.available) return nvrtc.set("reason", compiler.unavailable_reason);
   Json archs = Json::array();
-  for (int arch : compiler.supported_archs()) archs.push(arch);
-  nvrtc.set("version", version_text(compiler.version())).set("path", compiler.library_path());
+  for (int arch : compiler.supported_archs) archs.push(arch);
+  nvrtc.set("version", version_text(compiler.version)).set("path", compiler.library_path);
   return nvrtc.set("supported_archs", std::move(archs));
 }
 
 Json driver_json() {
   Json driver = Json::object();
-  const bool available = driver::driver_available();
+  const bool available = driver_available();
   driver.set("available", available);
-  if (!available) return driver.set("reason", driver::driver_unavailable_reason());
-  return driver.set("version", version_text(driver::driver_version()));
+  if (!available) return driver.set("reason", driver_unavailable_reason());
+  return driver.set("version", version_text(driver_version()));
 }
 
 Json kernel_json(const DefaultKernel& kernel) {
@@ -156,11 +153,11 @@ Json archs_json(const std::vector<KernelFamilyInfo>& families) {
   return archs;
 }
 
-Json gpus_json(const std::vector<driver::DeviceInfo>& found) {
+Json gpus_json(const std::vector<DeviceSummary>& found) {
   Json gpus = Json::array();
   for (const auto& device : found) {
     Json gpu = Json::object();
-    gpu.set("ordinal", device.ordinal).set("name", device.name).set("arch", device.arch());
+    gpu.set("ordinal", device.ordinal).set("name", device.name).set("arch", device.arch);
     gpu.set("sm_count", device.sm_count).set("smem_per_sm", device.smem_per_sm);
     gpu.set("smem_per_block_optin", device.smem_per_block_optin).set("l2_bytes", device.l2_bytes);
     gpu.set("cooperative_launch", device.cooperative_launch);
@@ -172,7 +169,7 @@ Json gpus_json(const std::vector<driver::DeviceInfo>& found) {
 
 Json cache_json(const std::string& cache_dir) {
   std::vector<LayerSummary> layers;
-  const jit::CacheOptions options = cache_layers(cache_dir, &layers);
+  const CacheSettings settings = cache_layers(cache_dir, &layers);
   Json layers_json = Json::array();
   for (const auto& layer : layers) {
     Json entry = Json::object();
@@ -182,8 +179,8 @@ Json cache_json(const std::string& cache_dir) {
     layers_json.push(std::move(entry));
   }
   Json json = Json::object();
-  json.set("layers", std::move(layers_json)).set("max_bytes", options.max_bytes);
-  return json.set("no_jit", options.no_jit).set("lock_wait_ms", options.lock_wait.count());
+  json.set("layers", std::move(layers_json)).set("max_bytes", settings.max_bytes);
+  return json.set("no_jit", settings.no_jit).set("lock_wait_ms", settings.lock_wait_ms);
 }
 
 std::string kernel_text(const DefaultKernel& kernel) {
@@ -210,26 +207,26 @@ void print_archs(const std::vector<KernelFamilyInfo>& families) {
 }
 
 void print_toolchain() {
-  std::printf("mlajit  %s\n", MLAJIT_VERSION_STRING);
-  const auto& compiler = jit::NvrtcCompiler::instance();
-  if (compiler.available()) {
-    std::printf("NVRTC   %s (%s); archs %s\n", version_text(compiler.version()).c_str(),
-                compiler.library_path().c_str(), join_ints(compiler.supported_archs()).c_str());
+  std::printf("mlajit  %s\n", version());
+  const CompilerInfo compiler = compiler_info();
+  if (compiler.available) {
+    std::printf("NVRTC   %s (%s); archs %s\n", version_text(compiler.version).c_str(),
+                compiler.library_path.c_str(), join_ints(compiler.supported_archs).c_str());
   } else {
-    std::printf("NVRTC   unavailable: %s\n", compiler.unavailable_reason().c_str());
+    std::printf("NVRTC   unavailable: %s\n", compiler.unavailable_reason.c_str());
   }
-  if (!driver::driver_available()) {
-    std::printf("driver  unavailable: %s\n", driver::driver_unavailable_reason().c_str());
+  if (!driver_available()) {
+    std::printf("driver  unavailable: %s\n", driver_unavailable_reason().c_str());
   } else {
-    std::printf("driver  CUDA %s\n", version_text(driver::driver_version()).c_str());
+    std::printf("driver  CUDA %s\n", version_text(driver_version()).c_str());
   }
 }
 
-void print_gpus(const std::vector<driver::DeviceInfo>& found) {
+void print_gpus(const std::vector<DeviceSummary>& found) {
   if (found.empty()) std::printf("GPUs    none\n");
   for (const auto& device : found) {
     std::printf("GPU %d   %s, %s, %d SMs, smem %d B/SM, %d B/block; default shape gets %s\n",
-                device.ordinal, device.name.c_str(), device.arch().c_str(), device.sm_count,
+                device.ordinal, device.name.c_str(), device.arch.c_str(), device.sm_count,
                 device.smem_per_sm, device.smem_per_block_optin,
                 kernel_text(device_kernel(device.ordinal)).c_str());
   }
@@ -237,15 +234,15 @@ void print_gpus(const std::vector<driver::DeviceInfo>& found) {
 
 void print_cache(const std::string& cache_dir) {
   std::vector<LayerSummary> layers;
-  const jit::CacheOptions options = cache_layers(cache_dir, &layers);
+  const CacheSettings settings = cache_layers(cache_dir, &layers);
   for (const auto& layer : layers) {
     std::printf("cache   %-7s %s: %zu entries, %s%s\n", layer.layer.c_str(), layer.dir.c_str(),
                 layer.entries, human_bytes(layer.bytes).c_str(),
                 layer.layer == "user" && !layer.writable ? " (not writable)" : "");
   }
   std::printf("cache   budget %s, no-JIT %s, lock wait %lld ms\n",
-              options.max_bytes ? human_bytes(options.max_bytes).c_str() : "unlimited",
-              options.no_jit ? "on" : "off", static_cast<long long>(options.lock_wait.count()));
+              settings.max_bytes ? human_bytes(settings.max_bytes).c_str() : "unlimited",
+              settings.no_jit ? "on" : "off", static_cast<long long>(settings.lock_wait_ms));
 }
 
 int run_info(const InfoArgs& args) {
@@ -254,8 +251,8 @@ int run_info(const InfoArgs& args) {
     size_t count = 0;
     std::string why_none;
     try {
-      count = devices().size();
-      if (!driver::driver_available()) why_none = driver::driver_unavailable_reason();
+      count = gpus().size();
+      if (!driver_available()) why_none = driver_unavailable_reason();
     } catch (const Error& e) {
       why_none = e.what();
     }
@@ -263,11 +260,11 @@ int run_info(const InfoArgs& args) {
     std::printf("%zu\n", count);
     return kExitOk;
   }
-  const auto found = devices();
+  const auto found = gpus();
   const auto families = kernel_families();
   if (args.json) {
     Json report = Json::object();
-    report.set("version", MLAJIT_VERSION_STRING).set("nvrtc", nvrtc_json());
+    report.set("version", version()).set("nvrtc", nvrtc_json());
     report.set("driver", driver_json()).set("families", families_json(families));
     report.set("gpus", gpus_json(found)).set("archs", archs_json(families));
     report.set("cache", cache_json(args.cache_dir));

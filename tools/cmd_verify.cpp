@@ -5,10 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "attention/mla_check.h"
+#include "check/mla_check.h"
 #include "cli_support.h"
 #include "commands.h"
-#include "driver/cuda_driver.h"
 #include "json_writer.h"
 #include "mlajit/error.h"
 #include "mlajit/runtime.h"
@@ -91,7 +90,7 @@ struct CaseOutcome {
 // A case the named family cannot compute (its head dims, its arch) and a forced tier that needs
 // more shared memory than the device has are not failures of the kernel: the case is skipped,
 // saying so.
-std::string case_does_not_apply(const MlaCheckCase& check, const driver::DeviceInfo& device) {
+std::string case_does_not_apply(const MlaCheckCase& check, const DeviceSummary& device) {
   TileChoice choice;
   try {
     choice = tile_for(device.ordinal, check.shape, check.options);
@@ -107,7 +106,7 @@ std::string case_does_not_apply(const MlaCheckCase& check, const driver::DeviceI
 }
 
 CaseOutcome run_case(const CaseShape& shape, const VerifyArgs& args,
-                     const driver::DeviceInfo& device, uint64_t seed) {
+                     const DeviceSummary& device, uint64_t seed) {
   CaseOutcome outcome;
   outcome.shape = &shape;
   outcome.seed = seed;
@@ -130,11 +129,11 @@ CaseOutcome run_case(const CaseShape& shape, const VerifyArgs& args,
 }  // namespace
 
 void require_gpu(const char* command, int device) {
-  if (!driver::driver_available()) {
+  if (!driver_available()) {
     throw Error(ErrorCode::kNoDriver,
-                fmt::format("{} needs a GPU: {}", command, driver::driver_unavailable_reason()));
+                fmt::format("{} needs a GPU: {}", command, driver_unavailable_reason()));
   }
-  const int count = driver::device_count();
+  const int count = device_count();
   if (device >= count) {
     throw Error(ErrorCode::kNoDevice,
                 fmt::format("{} needs a GPU: device {} requested, {} present", command,
@@ -175,7 +174,7 @@ void print_table(const std::vector<CaseOutcome>& outcomes) {
   }
 }
 
-Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const driver::DeviceInfo& device,
+Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const DeviceSummary& device,
                    size_t failures) {
   Json cases = Json::array();
   for (const auto& o : outcomes) {
@@ -195,7 +194,7 @@ Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const driver::Devic
     cases.push(std::move(entry));
   }
   Json report = Json::object();
-  report.set("device", device.name).set("arch", device.arch());
+  report.set("device", device.name).set("arch", device.arch);
   report.set("cases", outcomes.size()).set("failures", failures).set("results", std::move(cases));
   return report;
 }
@@ -203,7 +202,7 @@ Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const driver::Devic
 int run_verify(const VerifyArgs& args) {
   check_kernel_option(args.kernel);
   require_gpu("verify", args.device);
-  const driver::DeviceInfo device = driver::device_info(args.device);
+  const DeviceSummary device = device_summary(args.device);
   std::vector<CaseOutcome> outcomes;
   uint64_t seed = args.seed;
   for (const auto& shape : verify_shapes()) {
@@ -218,7 +217,7 @@ int run_verify(const VerifyArgs& args) {
   if (args.json) {
     std::printf("%s\n", outcomes_json(outcomes, device, failures).dump().c_str());
   } else {
-    std::printf("%s (%s), first seed %llu\n", device.name.c_str(), device.arch().c_str(),
+    std::printf("%s (%s), first seed %llu\n", device.name.c_str(), device.arch.c_str(),
                 static_cast<unsigned long long>(args.seed));
     print_table(outcomes);
     size_t skipped = 0;

@@ -4,8 +4,8 @@
 // kernel cache, and compiling ahead of time.
 // Every function is safe to call from any thread. Failures throw mlajit::Error; without a
 // CUDA driver the device functions throw Error(kNoDriver) with the reason in the message,
-// while version(), kernel_families(), tile_for_arch(), cache_stats() and precompile() need no
-// GPU at all.
+// while version(), compiler_info(), kernel_families(), tile_for_arch(), cache_stats() and
+// precompile() need no GPU at all.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,12 +31,28 @@ struct DeviceSummary {
   int smem_per_sm = 0;              // bytes of shared memory per multiprocessor
   int smem_per_block_optin = 0;     // bytes one block may opt into
   bool cooperative_launch = false;  // false: BatchMlaAttention uses the two-launch path
+  int l2_bytes = 0;                 // L2 cache size (appended in 0.2.0)
 };
 
 // True when libcuda.so.1 loads and cuInit succeeds; never throws.
 MLAJIT_API bool driver_available() noexcept;
 // Why the driver is unusable ("" when it is usable); never throws.
 MLAJIT_API std::string driver_unavailable_reason() noexcept;
+// The CUDA version the driver supports, major * 1000 + minor * 10 (13000 for 13.0).
+// Throws Error(kNoDriver) without a driver.
+MLAJIT_API int driver_version();
+
+// NVRTC, the run-time compiler (libnvrtc, loaded on first use): whether this host can compile
+// kernels, or only run them from a cache.
+struct CompilerInfo {
+  bool available = false;
+  std::string unavailable_reason;   // what was tried and why it failed; "" when available
+  std::string library_path;         // the file that was loaded
+  int version = 0;                  // major * 1000 + minor * 10 (13000 for 13.0)
+  std::vector<int> supported_archs; // compute capabilities it targets, e.g. {75, 80, ..., 121}
+};
+// Loads NVRTC on the first call; a missing NVRTC is `available = false`, not an error.
+MLAJIT_API CompilerInfo compiler_info();
 // Visible devices (0 is possible). Throws Error(kNoDriver) without a driver.
 MLAJIT_API int device_count();
 MLAJIT_API std::vector<DeviceSummary> devices();

@@ -1,5 +1,5 @@
 #pragma once
-// The kernel sources under kernels/, embedded at build time (see cmake/EmbedKernels.cmake).
+// The kernel sources under kernels/, embedded at build time (see cmake/EmbedFiles.cmake).
 #include <map>
 #include <string>
 #include <string_view>

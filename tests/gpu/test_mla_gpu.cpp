@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "attention/mla_check.h"
+#include "check/mla_check.h"
 #include "gpu_test_support.h"
 #include "mlajit/runtime.h"
 

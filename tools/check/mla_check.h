@@ -1,15 +1,15 @@
 #pragma once
-// One end-to-end correctness check of BatchMlaAttention on the current GPU against the float64
-// CPU reference: fresh random inputs (never zeros), outputs poisoned with NaN first, relative
-// L2 errors reported. Shared by the GPU tests and `mlajit verify`.
+// One end-to-end correctness check of BatchMlaAttention on a GPU against the float64 CPU
+// reference: fresh random inputs (never zeros), outputs poisoned with NaN first, relative
+// L2 errors reported. Shared by the GPU tests and `mlajit verify`; written against the public
+// API (mlajit/attention.h, mlajit/device_memory.h) and not part of libmlajit.so.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include <memory>
-
-#include "attention/mla_reference.h"
-#include "driver/cuda_driver.h"
+#include "check/device_allocation.h"
+#include "check/mla_reference.h"
 #include "mlajit/attention.h"
 
 namespace mlajit {
@@ -17,13 +17,15 @@ namespace mlajit {
 struct MlaCheckCase {
   std::string name;
   MlaShape shape;
-  MlaOptions options;
+  MlaOptions options;        // options.device -1 (the default) checks on device 0
   std::vector<int> q_lens;   // per request
   std::vector<int> kv_lens;  // per request
   bool concatenated_kv = false;  // one [page][token][ckv+kpe] cache instead of two tensors
   bool with_lse = true;
   uint64_t seed = 1;
   int extra_pages = 3;       // unused pages in the pool, so page ids are not just 0..n-1
+
+  int device() const { return options.device >= 0 ? options.device : 0; }
 };
 
 struct MlaCheckResult {
@@ -50,9 +52,11 @@ struct MlaDeviceProblem {
   MlaCheckCase check;
   MlaReferenceProblem host;  // the inputs, exactly as uploaded
   int64_t num_pages = 0;
-  std::vector<std::unique_ptr<driver::DeviceBuffer>> buffers;
+  std::vector<DeviceAllocation> buffers;  // on check.device()
   MlaRunArgs args;           // pointers into `buffers`
   MlaBatch batch() const;    // pointers into `host`
+  // Fills out (and lse) with NaN and waits for it, so that work queued next on any stream
+  // sees the poison.
   void poison_outputs() const;
   // Downloads the outputs and compares them with the reference of `host` as it is now.
   MlaCheckResult compare_with_reference() const;

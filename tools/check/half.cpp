@@ -1,4 +1,4 @@
-#include "common/half.h"
+#include "check/half.h"
 
 #include <cmath>
 #include <cstring>

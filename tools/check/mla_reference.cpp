@@ -1,4 +1,4 @@
-#include "attention/mla_reference.h"
+#include "check/mla_reference.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,5 +1,6 @@
 #pragma once
-// Host conversions between float and the 16-bit types (round to nearest even).
+// Host conversions between float and the 16-bit types (round to nearest even), for the inputs
+// and outputs of the checks and the benchmark; the library itself never converts on the host.
 #include <cstdint>
 
 #include "mlajit/kernel_spec.h"

@@ -1,4 +1,4 @@
-#include "attention/mla_check.h"
+#include "check/mla_check.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,8 @@
 #include <numeric>
 #include <random>
 
-#include "common/half.h"
+#include "check/half.h"
+#include "mlajit/device_memory.h"
 
 namespace mlajit {
 namespace {
@@ -67,9 +68,8 @@ MlaBatch MlaDeviceProblem::batch() const {
 void MlaDeviceProblem::poison_outputs() const {
   const int64_t rows = args.num_tokens * check.shape.num_heads;
   if (rows == 0) return;
-  driver::memset_d8(reinterpret_cast<CUdeviceptr>(args.out), 0xFF,
-                    rows * check.shape.head_dim_ckv * 2);  // NaN in bf16 and fp16
-  if (args.lse) driver::memset_d8(reinterpret_cast<CUdeviceptr>(args.lse), 0xFF, rows * 4);
+  device_memset(args.out, 0xFF, rows * check.shape.head_dim_ckv * 2);  // NaN in bf16 and fp16
+  if (args.lse) device_memset(args.lse, 0xFF, rows * 4);
 }
 
 std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check) {
@@ -96,10 +96,15 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
   host.ckv = random_values(kv_rows * ckv_dim, kv_dtype, rng);
   host.kpe = random_values(kv_rows * kpe_dim, kv_dtype, rng);
 
+  // Every buffer holds at least 16 bytes, so that an empty tensor still has a valid pointer.
+  auto allocate = [&](size_t bytes) {
+    p->buffers.emplace_back(check.device(), std::max<size_t>(bytes, 16));
+    return p->buffers.back().data();
+  };
   auto upload = [&](const void* data, size_t bytes) {
-    p->buffers.push_back(std::make_unique<driver::DeviceBuffer>(std::max<size_t>(bytes, 16)));
-    driver::memcpy_htod(p->buffers.back()->ptr(), data, bytes);
-    return p->buffers.back()->data();
+    void* device = allocate(bytes);
+    copy_to_device(device, data, bytes);
+    return device;
   };
   MlaRunArgs& args = p->args;
   const auto q_nope = to_half(host.q_nope, shape.dtype);
@@ -128,12 +133,11 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
   args.kv_indices = static_cast<const int32_t*>(
       upload(host.kv_indices.data(), host.kv_indices.size() * 4));
   const size_t rows = tokens * shape.num_heads;
-  p->buffers.push_back(std::make_unique<driver::DeviceBuffer>(std::max<size_t>(rows * ckv_dim * 2, 16)));
-  args.out = p->buffers.back()->data();
+  args.out = allocate(rows * ckv_dim * 2);
   args.out_stride_head = ckv_dim;
   args.out_stride_token = int64_t{ckv_dim} * shape.num_heads;
-  p->buffers.push_back(std::make_unique<driver::DeviceBuffer>(std::max<size_t>(rows * 4, 16)));
-  args.lse = check.with_lse ? static_cast<float*>(p->buffers.back()->data()) : nullptr;
+  float* lse = static_cast<float*>(allocate(rows * 4));
+  args.lse = check.with_lse ? lse : nullptr;
   args.num_tokens = tokens;
   args.sm_scale = static_cast<float>(host.sm_scale);
   p->poison_outputs();
@@ -146,8 +150,8 @@ MlaCheckResult MlaDeviceProblem::compare_with_reference() const {
   const size_t rows = args.num_tokens * check.shape.num_heads;
   std::vector<uint16_t> out_bits(rows * check.shape.head_dim_ckv);
   std::vector<float> lse(rows);
-  driver::memcpy_dtoh(out_bits.data(), reinterpret_cast<CUdeviceptr>(args.out), out_bits.size() * 2);
-  if (args.lse) driver::memcpy_dtoh(lse.data(), reinterpret_cast<CUdeviceptr>(args.lse), rows * 4);
+  copy_to_host(out_bits.data(), args.out, out_bits.size() * 2);
+  if (args.lse) copy_to_host(lse.data(), args.lse, rows * 4);
 
   MlaCheckResult result;
   std::vector<double> out(out_bits.size());
@@ -177,7 +181,7 @@ MlaCheckResult run_mla_check(const MlaCheckCase& check) {
   auto problem = make_device_problem(check);
   attention.plan(problem->batch(), nullptr);
   attention.run(problem->args, nullptr);
-  driver::context_synchronize();
+  device_synchronize(check.device());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MlaCheckResult result = problem->compare_with_reference();
