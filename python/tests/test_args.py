@@ -5,14 +5,10 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The source tree's build, when nothing else is named: the library tests then run from a
-# plain `python3 -m unittest` after scripts/test.sh instead of skipping.
-_TREE_BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
-                           "libmlajit.so")
-if not os.environ.get("MLAJIT_LIBRARY") and os.path.exists(_TREE_BUILD):
-    os.environ["MLAJIT_LIBRARY"] = os.path.abspath(_TREE_BUILD)
+import tree  # noqa: E402
+
+tree.use_source_tree()  # the tree's package and build, unless MLAJIT_TEST_INSTALLED=1
 import ctypes  # noqa: E402
 import types  # noqa: E402
 
