@@ -402,5 +402,30 @@ class ThroughTheLibrary(unittest.TestCase):
         self.assertIn(stats["no_jit"], (0, 1))
 
 
+class InstalledPackage(unittest.TestCase):
+    """With MLAJIT_TEST_INSTALLED=1 (after pip install .; the CI's wheel stage): the package and
+    its library are the installed ones, found without any environment variable."""
+
+    def setUp(self):
+        if not tree.testing_installed():
+            self.skipTest("testing the source tree (MLAJIT_TEST_INSTALLED=1 tests the installed "
+                          "package)")
+        self.package = os.path.dirname(os.path.realpath(mlajit.__file__))
+
+    def test_the_package_is_not_the_source_tree(self):
+        self.assertNotEqual(self.package, os.path.realpath(os.path.join(tree.PYTHON, "mlajit")))
+        self.assertNotIn(os.path.realpath(tree.ROOT), os.path.realpath(self.package))
+
+    def test_the_library_inside_the_package_loads_without_mlajit_library(self):
+        self.assertIsNone(os.environ.get("MLAJIT_LIBRARY"),
+                          "MLAJIT_LIBRARY is set: the installed package's own library is not tested")
+        self.assertEqual(os.path.realpath(_capi.library()._name),
+                         os.path.join(self.package, "libmlajit.so"))
+
+    def test_the_distribution_version_is_the_library_version(self):
+        import importlib.metadata
+        self.assertEqual(importlib.metadata.version("mlajit"), mlajit.version())
+
+
 if __name__ == "__main__":
     unittest.main()
