@@ -14,7 +14,7 @@ torch.compile(fullgraph=True) traces a model step that calls it and CUDA graphs 
     out = step(q_nope, q_pe, ckv, kpe, kv_indices)
 
 The op writes `out` and `lse` (optional) and returns nothing; its schema declares both
-mutations (Tensor(a!) out, Tensor(b!)? lse), so the compiler orders it against their other
+mutations (Tensor(a5!) out, Tensor(a6!)? lse), so the compiler orders it against their other
 uses. It runs on torch's current stream, like BatchMlaAttention.run. The fake implementation
 checks shapes, dtypes and devices against the object the handle names, at trace time, and
 produces nothing; the data pointer checks wait for the real call.
