@@ -6,7 +6,7 @@
 # One plain libmlajit.so: a wheel is a zip, which holds no symlinks, so the soname links of a
 # versioned library (libmlajit.so -> .so.0 -> .so.0.2.0) would each become a full copy. The
 # binding opens the file by its path, so the soname is not needed to find it. (Unset, not
-# empty: an empty VERSION would name the file libmlajit.so.)
+# set to "": CMake would still append a "." and the empty version to the file name.)
 set_property(TARGET mlajit PROPERTY VERSION)
 set_property(TARGET mlajit PROPERTY SOVERSION)
 install(TARGETS mlajit LIBRARY DESTINATION mlajit)

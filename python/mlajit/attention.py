@@ -213,14 +213,21 @@ class BatchMlaAttention:
         self.op_handle = _op_handles.register(self)
 
     def close(self):
-        self._handle_address = None  # a run() after close() passes NULL: the library refuses it
+        """Releases the C object; its op_handle is refused from now on."""
+        self._release()
         if getattr(self, "op_handle", None) is not None:
             _op_handles.unregister(self.op_handle)
+
+    def __del__(self):
+        # Only the C object: the registry's weak reference died with this object (and at
+        # interpreter exit the _op_handles module may already be torn down).
+        self._release()
+
+    def _release(self):
+        self._handle_address = None  # a run() after close() passes NULL: the library refuses it
         if getattr(self, "_handle", None):
             self._lib.mlajit_attention_destroy(self._handle)
             self._handle = None
-
-    __del__ = close
 
     def _stream(self, stream):
         if stream is not None:
