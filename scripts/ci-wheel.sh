@@ -36,7 +36,8 @@ else
     >"$work/build.log" 2>&1 || { tail -80 "$work/build.log"; fail "pip wheel . failed"; }
 fi
 wheels=("$work"/dist/mlajit-*.whl)
-((${#wheels[@]} == 1)) && [[ -f ${wheels[0]} ]] || fail "expected one mlajit wheel, got: ${wheels[*]}"
+((${#wheels[@]} == 1)) && [[ -f ${wheels[0]} ]] ||
+  fail "expected one mlajit wheel, got: ${wheels[*]}"
 wheel=${wheels[0]}
 echo "$(basename "$wheel"), $(du -h "$wheel" | cut -f1)"
 if [[ -n ${WHEEL_KEEP:-} ]]; then mkdir -p "$WHEEL_KEEP" && cp "$wheel" "$WHEEL_KEEP/"; fi

@@ -9,9 +9,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tree  # noqa: E402
+import which_mlajit  # noqa: E402
 
-tree.use_source_tree()
+which_mlajit.use_source_tree()
 import mlajit  # noqa: E402
 import torch  # noqa: E402
 
@@ -41,7 +41,8 @@ def main(calls=10000, chunk=100):
     attention.plan([0, 1], [0, 2], [100])
     binding = median_us(lambda: attention.run(q_nope, q_pe, ckv, kpe, kv_indices, 0.07, out=out),
                         calls, chunk)
-    print(f"python binding run(): median {binding:.2f} us per call ({calls} calls, chunks of {chunk})")
+    print(f"python binding run(): median {binding:.2f} us per call ({calls} calls, "
+          f"chunks of {chunk})")
     available, why = mlajit.torch_op_available()
     if not available:
         print(f"torch.ops.mlajit.run: not registered ({why})")

@@ -6,9 +6,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tree  # noqa: E402
+import which_mlajit  # noqa: E402
 
-tree.use_source_tree()  # the tree's package and build, unless MLAJIT_TEST_INSTALLED=1
+which_mlajit.use_source_tree()  # the tree's package and build unless MLAJIT_TEST_INSTALLED=1
 import ctypes  # noqa: E402
 import types  # noqa: E402
 
@@ -407,14 +407,15 @@ class InstalledPackage(unittest.TestCase):
     its library are the installed ones, found without any environment variable."""
 
     def setUp(self):
-        if not tree.testing_installed():
+        if not which_mlajit.testing_installed():
             self.skipTest("testing the source tree (MLAJIT_TEST_INSTALLED=1 tests the installed "
                           "package)")
         self.package = os.path.dirname(os.path.realpath(mlajit.__file__))
 
     def test_the_package_is_not_the_source_tree(self):
-        self.assertNotEqual(self.package, os.path.realpath(os.path.join(tree.PYTHON, "mlajit")))
-        self.assertNotIn(os.path.realpath(tree.ROOT), os.path.realpath(self.package))
+        tree_package = os.path.realpath(os.path.join(which_mlajit.PYTHON, "mlajit"))
+        self.assertNotEqual(self.package, tree_package)
+        self.assertNotIn(os.path.realpath(which_mlajit.ROOT), self.package)
 
     def test_the_library_inside_the_package_loads_without_mlajit_library(self):
         self.assertIsNone(os.environ.get("MLAJIT_LIBRARY"),

@@ -8,9 +8,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tree  # noqa: E402
+import which_mlajit  # noqa: E402
 
-tree.use_source_tree()  # the tree's package, unless MLAJIT_TEST_INSTALLED=1
+which_mlajit.use_source_tree()  # the tree's package, unless MLAJIT_TEST_INSTALLED=1
 import mlajit  # noqa: E402
 
 try:

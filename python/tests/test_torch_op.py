@@ -19,9 +19,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tree  # noqa: E402
+import which_mlajit  # noqa: E402
 
-tree.use_source_tree()  # the tree's package, unless MLAJIT_TEST_INSTALLED=1
+which_mlajit.use_source_tree()  # the tree's package, unless MLAJIT_TEST_INSTALLED=1
 import mlajit  # noqa: E402
 from mlajit import _capi  # noqa: E402
 
@@ -88,7 +88,8 @@ class OpRegistration(WithStandInLibrary):
         self.assertIs(_op_handles.lookup(other.op_handle), other)
         handle = other.op_handle
         other.close()
-        with self.assertRaisesRegex(ValueError, rf"no live BatchMlaAttention has op handle {handle}"):
+        refused = rf"no live BatchMlaAttention has op handle {handle}"
+        with self.assertRaisesRegex(ValueError, refused):
             _op_handles.lookup(handle)
         with self.assertRaisesRegex(TypeError, r"handle must be the int"):
             _op_handles.lookup(True)
@@ -96,7 +97,8 @@ class OpRegistration(WithStandInLibrary):
         handle = collected.op_handle
         del collected  # the registry holds no strong reference: the object goes
         gc.collect()
-        with self.assertRaisesRegex(ValueError, rf"no live BatchMlaAttention has op handle {handle}"):
+        refused = rf"no live BatchMlaAttention has op handle {handle}"
+        with self.assertRaisesRegex(ValueError, refused):
             _op_handles.lookup(handle)
 
     def test_the_eager_op_runs_the_object_its_handle_names(self):
@@ -122,9 +124,9 @@ class FakeImplementation(WithStandInLibrary):
 
     def call(self, handle=None, sm_scale=SCALE, **changes):
         tensors = dict(self.tensors, **changes)
+        handle = self.attention.op_handle if handle is None else handle
         with self.mode:
-            return torch.ops.mlajit.run(**tensors, sm_scale=sm_scale,
-                                        handle=self.attention.op_handle if handle is None else handle)
+            return torch.ops.mlajit.run(**tensors, sm_scale=sm_scale, handle=handle)
 
     def test_good_fake_arguments_pass_and_produce_nothing(self):
         self.assertIsNone(self.call())
@@ -137,7 +139,7 @@ class FakeImplementation(WithStandInLibrary):
             on_cpu = torch.empty(3, 16, 64, dtype=torch.bfloat16)
             odd_rows = torch.empty(5, 64, 516, dtype=torch.bfloat16, device="cuda")[..., :512]
             lse_f16 = torch.empty(3, 16, dtype=torch.float16, device="cuda")
-        with self.assertRaisesRegex(ValueError, r"out has shape \(3, 8, 512\): expected \(3, 16, 512\)"):
+        with self.assertRaisesRegex(ValueError, r"out has shape \(3, 8, 512\): expected \(3, 16, "):
             self.call(out=wrong_heads)
         with self.assertRaisesRegex(TypeError, r"ckv has dtype float16: expected bfloat16"):
             self.call(ckv=f16_cache)
@@ -253,7 +255,8 @@ class CompiledStepOnTheGpu(unittest.TestCase):
 
     def assert_near_reference(self, got, p, what):
         want_out, want_lse = self.reference(p, SCALE, causal=False)
-        for name, a, b, tolerance in (("out", got[0], want_out, 2e-2), ("lse", got[1], want_lse, 1e-2)):
+        for name, a, b, tolerance in (("out", got[0], want_out, 2e-2),
+                                      ("lse", got[1], want_lse, 1e-2)):
             error = (a.double() - b.double()).abs().max().item()
             self.assertLess(error, tolerance, f"{what}: {name} max abs error {error:.3e} against "
                                               f"the float64 reference (seed {SEED})")
