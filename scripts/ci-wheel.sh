@@ -5,7 +5,8 @@
 #   3. pip install of that wheel into a fresh virtual environment (no torch, no CUDA wheel)
 #   4. from outside the tree, with MLAJIT_LIBRARY unset: import mlajit; print(mlajit.version()),
 #      and the mlajit command on the venv's PATH
-#   5. python/tests/test_args.py against the installed package (MLAJIT_TEST_INSTALLED=1)
+#   5. python/tests/test_args.py and test_torch_op.py against the installed package
+#      (MLAJIT_TEST_INSTALLED=1; without torch, the op tests check that mlajit says why)
 # Usage: scripts/ci-wheel.sh   (WHEEL_KEEP=DIR keeps the wheel in DIR; WHEEL=FILE checks that
 # wheel instead of building one, to try the checks: CI builds). Exits non-zero, saying which
 # check failed, on the first failure.
@@ -86,12 +87,12 @@ if grep -Ei 'not found|fmt|spdlog|libcuda|nvrtc|cudart' "$work/ldd.txt" >&2; the
   fail "the wheel's libmlajit.so needs a library it must load at run time or not at all"
 fi
 
-step "python/tests/test_args.py against the installed package"
+step "python/tests/test_args.py, test_torch_op.py against the installed package"
 if ! (cd "$root/python/tests" &&
-        env -u MLAJIT_LIBRARY MLAJIT_TEST_INSTALLED=1 "$venv_python" -m unittest -v test_args) \
+        env -u MLAJIT_LIBRARY MLAJIT_TEST_INSTALLED=1 "$venv_python" -m unittest -v test_args test_torch_op) \
      > "$work/tests.txt" 2>&1; then
   cat "$work/tests.txt"
-  fail "the argument tests failed against the installed package"
+  fail "the Python tests failed against the installed package"
 fi
 cat "$work/tests.txt"
 # The checks that the installed package (not the tree) was tested must have run, not skipped.

@@ -15,7 +15,9 @@ import gc
 import logging
 import math
 import os
+import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,6 +43,48 @@ def cpu_skip_reason():
     if not available:
         return f"torch.ops.mlajit.run is not registered: {why}"
     return None
+
+
+class RegistrationWithoutAUsableTorch(unittest.TestCase):
+    """import mlajit in a child process whose torch is missing, broken or too old: mlajit imports,
+    and says why the op is not registered (a warning when torch is there but unusable). No torch
+    needed: the child gets a stand-in torch package first on its path."""
+
+    def import_mlajit(self, torch_init=None):
+        with tempfile.TemporaryDirectory() as folder:
+            setup = "import sys; sys.modules['torch'] = None\n"  # find_spec: not installed
+            if torch_init is not None:
+                os.makedirs(os.path.join(folder, "torch"))
+                with open(os.path.join(folder, "torch", "__init__.py"), "w") as init:
+                    init.write(torch_init)
+                setup = ""
+            paths = [folder] + ([] if which_mlajit.testing_installed() else [which_mlajit.PYTHON])
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
+            code = setup + ("import warnings; warnings.simplefilter('always')\n"
+                            "import mlajit; print(repr(mlajit.torch_op_available()))")
+            child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                   env=env, cwd=folder, timeout=120)
+        self.assertEqual(child.returncode, 0, child.stderr)
+        return child.stdout.strip(), child.stderr
+
+    def test_without_torch_mlajit_imports_and_says_so_quietly(self):
+        available, warnings = self.import_mlajit()
+        self.assertEqual(available, "(False, 'torch is not installed')")
+        self.assertNotIn("Warning", warnings)
+
+    def test_a_torch_that_fails_to_import_is_named_in_a_warning(self):
+        available, warnings = self.import_mlajit(
+            "raise OSError('libcudart.so.12: cannot open shared object file')")
+        self.assertEqual(available, "(False, 'OSError: libcudart.so.12: cannot open shared "
+                                    "object file')")
+        self.assertIn("RuntimeWarning: mlajit: torch is installed, but torch.ops.mlajit.run is "
+                      "not registered (OSError: libcudart.so.12", warnings)
+
+    def test_a_torch_without_custom_op_is_named_in_a_warning(self):
+        available, warnings = self.import_mlajit("__version__ = '2.3.1'\nclass library: pass\n")
+        self.assertIn("torch 2.3.1 has no torch.library.custom_op: the mlajit op needs torch >= 2.4",
+                      available)
+        self.assertIn("torch 2.3.1 has no torch.library.custom_op", warnings)
 
 
 class WithStandInLibrary(unittest.TestCase):
