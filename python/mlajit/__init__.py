@@ -29,7 +29,7 @@ def _register_torch_op():
         reason = f"{type(error).__name__}: {error}"
         warnings.warn(f"mlajit: torch is installed, but torch.ops.mlajit.run is not registered "
                       f"({reason}); BatchMlaAttention.run works without it", RuntimeWarning,
-                      stacklevel=3)
+                      stacklevel=2)
         return None, reason
     return torch_ops, ""
 
