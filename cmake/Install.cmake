@@ -1,5 +1,10 @@
 # cmake --install: libmlajit.so (+ soname links), the public headers, the CLI, a CMake package
 # (find_package(mlajit) -> mlajit::mlajit) and a pkg-config file (mlajit.pc).
+if(SKBUILD)  # pip install .: the wheel's layout instead
+  include(${CMAKE_CURRENT_LIST_DIR}/WheelInstall.cmake)
+  return()
+endif()
+
 include(CMakePackageConfigHelpers)
 
 set(MLAJIT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/mlajit)

@@ -36,7 +36,7 @@ for family in $families; do
   cat $OUT/bench_$family.txt | tail -40
 done
 echo "=== python"
-(cd ../../python/tests && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so timeout 120 python3 -m pytest -q -x test_mla_torch.py test_args.py 2>&1 | tail -15) | tee $OUT/python.txt
+(cd ../../python/tests && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so timeout 300 python3 -m pytest -q -x -rs test_mla_torch.py test_args.py test_torch_op.py 2>&1 | tail -25) | tee $OUT/python.txt
 (cd ../../python/tests && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so PYTHONPATH=.. timeout 60 python3 bench_overhead.py 2>&1 | tail -5) | tee -a $OUT/python.txt
 echo "=== overhead"
 timeout 60 ./run_overhead 2>&1 | tail -6 | tee $OUT/overhead.txt

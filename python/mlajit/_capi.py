@@ -185,8 +185,9 @@ def library():
             except OSError as error:
                 tried.append(f"{candidate}: {error}")
         else:
-            raise OSError("libmlajit.so could not be loaded; set MLAJIT_LIBRARY to its path, put it "
-                          "next to the mlajit package or on the loader path. Tried:\n  "
+            raise OSError("libmlajit.so could not be loaded; install mlajit with `pip install .` "
+                          "from the source tree (the library goes inside the package), or set "
+                          "MLAJIT_LIBRARY to its path, or put it on the loader path. Tried:\n  "
                           + "\n  ".join(tried))
         for name, (restype, argtypes) in _PROTOTYPES.items():
             function = getattr(loaded, name)

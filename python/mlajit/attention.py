@@ -2,6 +2,7 @@
 import ctypes
 
 from . import _capi
+from . import _op_handles
 from . import _streams
 from . import _tensors as T
 
@@ -102,23 +103,12 @@ def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_sca
     q_nope [tokens, heads, ckv], q_pe [tokens, heads, kpe], ckv [pages, page_size, ckv],
     kpe [pages, page_size, kpe] (may be views into one [pages, page_size, ckv + kpe] cache),
     kv_indices int32 [n], out like q_nope, lse float32 [tokens, heads] contiguous or None."""
-    h, dc, dk, page = shape.num_heads, shape.head_dim_ckv, shape.head_dim_kpe, shape.page_size
-    qn = T.describe("q_nope", q_nope)
-    T.require(qn, shape.dtype, (None, h, dc), device)
-    tokens = qn.shape[0]
-    qp = T.describe("q_pe", q_pe)
-    T.require(qp, shape.dtype, (tokens, h, dk), device)
-    c = T.describe("ckv", ckv)
-    T.require(c, shape.cache_dtype, (None, page, dc), device)
-    k = T.describe("kpe", kpe)
-    T.require(k, shape.cache_dtype, (c.shape[0], page, dk), device)
-    idx = T.describe("kv_indices", kv_indices)
-    T.require(idx, T.I32, (None,), device)
-    o = T.describe("out", out)
-    T.require(o, shape.dtype, (tokens, h, dc), device)
-    for tensor, what in ((qn, "token, head"), (qp, "token, head"), (c, "page, token"),
-                         (k, "page, token"), (o, "token, head")):
-        T.require_rows(tensor, what)
+    qn, qp, c, k, idx, o = (T.describe(name, value) for name, value in (
+        ("q_nope", q_nope), ("q_pe", q_pe), ("ckv", ckv), ("kpe", kpe),
+        ("kv_indices", kv_indices), ("out", out)))
+    l = None if lse is None else T.describe("lse", lse)
+    tokens = check_run_tensors(shape, device, qn, qp, c, k, idx, o, l)
+    _require_sm_scale(sm_scale)
     args = _capi.new(_capi.RunArgs)
     args.q_nope, (args.q_nope_stride_token, args.q_nope_stride_head) = qn.ptr, qn.strides[:2]
     args.q_pe, (args.q_pe_stride_token, args.q_pe_stride_head) = qp.ptr, qp.strides[:2]
@@ -126,16 +116,31 @@ def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_sca
     args.kpe, (args.kpe_stride_page, args.kpe_stride_token) = k.ptr, k.strides[:2]
     args.kv_indices = idx.ptr
     args.out, (args.out_stride_token, args.out_stride_head) = o.ptr, o.strides[:2]
-    if lse is not None:
-        l = T.describe("lse", lse)
+    args.lse = 0 if l is None else l.ptr
+    args.num_tokens = tokens
+    args.sm_scale = float(sm_scale)
+    return args
+
+
+def check_run_tensors(shape, device, qn, qp, c, k, idx, o, l=None):
+    """make_run_args' checks on described tensors (_tensors.Tensor; l: lse or None); the torch
+    op's fake implementation runs them too, at trace time. Returns the token count."""
+    h, dc, dk, page = shape.num_heads, shape.head_dim_ckv, shape.head_dim_kpe, shape.page_size
+    T.require(qn, shape.dtype, (None, h, dc), device)
+    tokens = qn.shape[0]
+    T.require(qp, shape.dtype, (tokens, h, dk), device)
+    T.require(c, shape.cache_dtype, (None, page, dc), device)
+    T.require(k, shape.cache_dtype, (c.shape[0], page, dk), device)
+    T.require(idx, T.I32, (None,), device)
+    T.require(o, shape.dtype, (tokens, h, dc), device)
+    for tensor, what in ((qn, "token, head"), (qp, "token, head"), (c, "page, token"),
+                         (k, "page, token"), (o, "token, head")):
+        T.require_rows(tensor, what)
+    if l is not None:
         T.require(l, T.F32, (tokens, h), device)
         if tokens > 1 and l.strides[0] != h:
             raise ValueError(f"lse must be dense [num_tokens, num_heads]: strides {l.strides}")
-        args.lse = l.ptr
-    args.num_tokens = tokens
-    _require_sm_scale(sm_scale)
-    args.sm_scale = float(sm_scale)
-    return args
+    return tokens
 
 
 def _require_sm_scale(sm_scale):
@@ -204,14 +209,25 @@ class BatchMlaAttention:
         self._args_address = ctypes.addressof(self._args)
         self._checked = None  # (fingerprints, the RunArgs fields that follow from them)
         self._stream_getter = None
+        # torch.ops.mlajit.run(..., handle) names this object by this int (see torch_ops.py).
+        self.op_handle = _op_handles.register(self)
 
     def close(self):
+        """Releases the C object; its op_handle is refused from now on."""
+        self._release()
+        if getattr(self, "op_handle", None) is not None:
+            _op_handles.unregister(self.op_handle)
+
+    def __del__(self):
+        # Only the C object: the registry's weak reference died with this object (and at
+        # interpreter exit the _op_handles module may already be torn down).
+        self._release()
+
+    def _release(self):
         self._handle_address = None  # a run() after close() passes NULL: the library refuses it
         if getattr(self, "_handle", None):
             self._lib.mlajit_attention_destroy(self._handle)
             self._handle = None
-
-    __del__ = close
 
     def _stream(self, stream):
         if stream is not None:

@@ -5,14 +5,10 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The source tree's build, when nothing else is named: the library tests then run from a
-# plain `python3 -m unittest` after scripts/test.sh instead of skipping.
-_TREE_BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
-                           "libmlajit.so")
-if not os.environ.get("MLAJIT_LIBRARY") and os.path.exists(_TREE_BUILD):
-    os.environ["MLAJIT_LIBRARY"] = os.path.abspath(_TREE_BUILD)
+import which_mlajit  # noqa: E402
+
+which_mlajit.use_source_tree()  # the tree's package and build unless MLAJIT_TEST_INSTALLED=1
 import ctypes  # noqa: E402
 import types  # noqa: E402
 
@@ -407,6 +403,32 @@ class ThroughTheLibrary(unittest.TestCase):
         self.assertEqual(stats["read_only_dirs"], shipped)
         self.assertIsInstance(stats["user_dir"], str)
         self.assertIn(stats["no_jit"], (0, 1))
+
+
+class InstalledPackage(unittest.TestCase):
+    """With MLAJIT_TEST_INSTALLED=1 (after pip install .; the CI's wheel stage): the package and
+    its library are the installed ones, found without any environment variable."""
+
+    def setUp(self):
+        if not which_mlajit.testing_installed():
+            self.skipTest("testing the source tree (MLAJIT_TEST_INSTALLED=1 tests the installed "
+                          "package)")
+        self.package = os.path.dirname(os.path.realpath(mlajit.__file__))
+
+    def test_the_package_is_not_the_source_tree(self):
+        tree_package = os.path.realpath(os.path.join(which_mlajit.PYTHON, "mlajit"))
+        self.assertNotEqual(self.package, tree_package)
+        self.assertNotIn(os.path.realpath(which_mlajit.ROOT), self.package)
+
+    def test_the_library_inside_the_package_loads_without_mlajit_library(self):
+        self.assertIsNone(os.environ.get("MLAJIT_LIBRARY"),
+                          "MLAJIT_LIBRARY is set: the installed package's own library is not tested")
+        self.assertEqual(os.path.realpath(_capi.library()._name),
+                         os.path.join(self.package, "libmlajit.so"))
+
+    def test_the_distribution_version_is_the_library_version(self):
+        import importlib.metadata
+        self.assertEqual(importlib.metadata.version("mlajit"), mlajit.version())
 
 
 if __name__ == "__main__":
