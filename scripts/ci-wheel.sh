@@ -84,7 +84,7 @@ cli_version=$(env -u MLAJIT_LIBRARY PATH="$work/venv/bin:$PATH" mlajit --version
 echo "mlajit --version: $cli_version"
 [[ $cli_version == *"$version"* ]] || fail "the CLI says '$cli_version', the library $version"
 ldd "$work"/venv/lib/python*/site-packages/mlajit/bin/mlajit > "$work/ldd_cli.txt"
-if grep -E 'not found' "$work/ldd_cli.txt" >&2 || ! grep -q 'site-packages/mlajit/libmlajit.so' "$work/ldd_cli.txt"; then
+if grep -E 'not found' "$work/ldd_cli.txt" >&2 || ! grep -Eq 'libmlajit.so => .*/site-packages/mlajit/(bin/\.\./)?libmlajit.so' "$work/ldd_cli.txt"; then
   cat "$work/ldd_cli.txt" >&2
   fail "the wheel's CLI binary does not load the libmlajit.so beside it"
 fi

@@ -6,6 +6,8 @@
 // Only ever call it from a cooperative launch: without co-residency it spins forever.
 #pragma once
 
+#include "common/block_barrier.cuh"
+
 namespace mlajit_kernel {
 
 __device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* address) {
@@ -14,12 +16,8 @@ __device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* address) {
   return value;
 }
 
-// The block barriers are unaligned (barrier.sync, not __syncthreads' aligned bar.sync): a
-// warp-specialized kernel calls this from each role's own branch, at different instructions.
-__device__ __forceinline__ void block_barrier_across_roles() {
-  asm volatile("barrier.sync 0;" ::: "memory");
-}
-
+// Its block barriers are block_barrier_across_roles: a warp-specialized kernel calls this from
+// each role's own branch.
 __device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned* generation,
                                              unsigned num_blocks) {
   block_barrier_across_roles();

@@ -91,12 +91,6 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* tensor_map
 __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
-// The same barrier for threads that reach it at different instructions (warp-specialized roles,
-// each in its own branch): bar.sync is barrier.sync.aligned, which PTX defines only when every
-// thread executes the same instruction; the unaligned form is defined either way.
-__device__ __forceinline__ void named_barrier_sync_across_roles(uint32_t id, uint32_t threads) {
-  asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
 __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }

@@ -19,6 +19,7 @@
 // items, merge records, phases) is mla_params.cuh, as for the portable family: the planner,
 // workspace and merge are shared.
 #pragma once
+#include "common/block_barrier.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
 #include "common/mla_params.cuh"
@@ -72,7 +73,7 @@ struct HopperConfig {
   using Tile = Sw128Tile<kRows>;
   static constexpr int kTileBytes = kRegions * Tile::kRegionBytes;  // Q, or one KV stage
   // Q, the KV stages, the rescale factors of the current tile, the final row sums, the
-  // stage barriers; from a base rounded up to 1 KiB (the swizzle atom: the hardware swizzles
+  // stage barriers and the row sums' barrier; from a base rounded up to 1 KiB (the swizzle atom: the hardware swizzles
   // by address bits), hence the slack.
   static constexpr int kQOffset = 0;
   static constexpr int kKvOffset = kTileBytes;
@@ -80,7 +81,7 @@ struct HopperConfig {
   static constexpr int kRowSumOffset = kAlphaOffset + kStages * kRows * 4;
   static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
-  static constexpr int kSmemBytes = kBarrierOffset + 3 * kStages * 8 + kAlignSlack;
+  static constexpr int kSmemBytes = kBarrierOffset + (3 * kStages + 1) * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
                 "the host computed a different shared-memory size for this configuration");
@@ -90,11 +91,11 @@ struct HopperConfig {
 #endif
 };
 
-// Named barriers (0 is __syncthreads): one private barrier per warpgroup, and the whole CTA.
+// Named barriers, one private to each consumer warpgroup (the whole CTA meets at
+// block_barrier_across_roles, barrier 0).
 enum HopperBarrier : uint32_t {
   kOutputOnly = 1,
   kSoftmaxOnly = 2,
-  kAllThreads = 3,  // from inside the role branches (see mla_hopper_kernel)
 };
 
 // Shared-memory addresses (32-bit shared window) of the storage.
@@ -128,6 +129,8 @@ struct HopperSmem {
   __device__ __forceinline__ uint32_t ready(int stage) const {
     return full0 + (2 * C::kStages + stage) * 8;
   }
+  // The softmax warpgroup has written the work item's final row sums (one phase per item).
+  __device__ __forceinline__ uint32_t sums() const { return full0 + 3 * C::kStages * 8; }
 };
 
 // This thread's place: group (0 output, 1 softmax, 2 the producer warp), its index there,
@@ -528,6 +531,9 @@ __device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma
     float alpha[2];
     update_softmax_state<C>(s, pa, alpha, st, p.sm_scale_log2);
     publish_p<C>(pa, alpha, sm, slot.stage, role);
+    // Never waited on here, yet never arrived on twice in one phase: the stage's next fill
+    // waits (through empty) for the output warpgroup, which waits for this phase first.
+    // compute-sanitizer's synccheck reports "Missing wait" on it in long items all the same.
     mbarrier_arrive(sm.ready(slot.stage));
     rescale_o<C>(o, alpha);
     issue_pv_registers<C>(o, pa, sm, slot.stage);
@@ -558,11 +564,11 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
   }
 }
 
-// Stage: write_output. This warpgroup's half of each valid row, scaled by 1 / row sum, into
-// the final output or the partial buffer; the LSE from the softmax warpgroup.
+// Stage: write_output. This warpgroup's half of each valid row, scaled by 1 / row sum `l`,
+// into the final output or the partial buffer; the LSE from the softmax warpgroup.
 template <typename C>
 __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::kOutCols / 2],
-                                             const float (&lse)[2], const HopperSmem<C>& sm,
+                                             const float (&l)[2], const float (&lse)[2],
                                              const HopperTile& t, const HopperRole& role) {
   using OType = typename C::OType;
   const bool partial = t.partial_row >= 0;
@@ -571,8 +577,7 @@ __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::k
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int row = role.row(j);
-    const float l = sm.row_sum[row];
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const float inv = l[j] > 0.f ? 1.f / l[j] : 0.f;
     if (row >= t.rows) continue;
     OType* dst = partial ? static_cast<OType*>(p.partial_o) +
                                static_cast<int64_t>(partial_row0 + row) * C::kHeadDimCkv
@@ -593,14 +598,16 @@ __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::k
 }
 
 // One work item, in each role: this CTA's 64 rows of a query tile against one KV chunk.
-// `sequence` counts the tiles the CTA has run so far (the stage ring and its barrier phases).
+// `sequence` counts the tiles the CTA has run so far (the stage ring and its barrier phases),
+// `items` the work items (the row sums' barrier phase).
 template <typename C>
 __device__ __forceinline__ void softmax_item(const MlaParams& p, const HopperTma& tma,
                                              const HopperSmem<C>& sm, const MlaWorkItem& item,
-                                             uint32_t& sequence, const HopperRole& role) {
+                                             uint32_t& sequence, uint32_t& items,
+                                             const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
-  named_barrier_sync_across_roles(kAllThreads, C::kThreads);  // the previous item is done with every buffer
+  block_barrier_across_roles();  // the previous item is done with every buffer
   float o[C::kOutCols / 2];
 #pragma unroll
   for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
@@ -613,45 +620,53 @@ __device__ __forceinline__ void softmax_item(const MlaParams& p, const HopperTma
     named_barrier_sync(kSoftmaxOnly, C::kGroupThreads);
   }
   softmax_loop<C>(p, tma, sm, t, sequence, o, st, role);
-  float lse[2];
+  float l[2], lse[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const float l = quad_sum(st.l[j]);
-    if (role.lane % 4 == 0) sm.row_sum[role.row(j)] = l;
-    lse[j] = st.m[j] == neg_inf() || l <= 0.f ? neg_inf() : st.m[j] * p.sm_scale_log2 + fast_log2(l);
+    l[j] = quad_sum(st.l[j]);
+    if (role.lane % 4 == 0) sm.row_sum[role.row(j)] = l[j];
+    lse[j] = st.m[j] == neg_inf() || l[j] <= 0.f ? neg_inf()
+                                                 : st.m[j] * p.sm_scale_log2 + fast_log2(l[j]);
   }
+  // The output warpgroup reads them after this phase; it reads them before the next item's
+  // first barrier, which orders the next item's writes after its reads.
+  mbarrier_arrive(sm.sums());
   sequence += t.num_tiles;
-  named_barrier_sync_across_roles(kAllThreads, C::kThreads);  // the row sums are in shared memory
-  write_output<C>(p, o, lse, sm, t, role);
+  ++items;
+  write_output<C>(p, o, l, lse, t, role);
 }
 
 template <typename C>
 __device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma& tma,
                                             const HopperSmem<C>& sm, const MlaWorkItem& item,
-                                            uint32_t& sequence, const HopperRole& role) {
+                                            uint32_t& sequence, uint32_t& items,
+                                            const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;
-  named_barrier_sync_across_roles(kAllThreads, C::kThreads);
+  block_barrier_across_roles();
   float o[C::kOutCols / 2];
 #pragma unroll
   for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
   output_loop<C>(tma, sm, t, sequence, o, role);
   sequence += t.num_tiles;
-  named_barrier_sync_across_roles(kAllThreads, C::kThreads);
+  mbarrier_wait(sm.sums(), items & 1u);
+  ++items;
+  const float l[2] = {sm.row_sum[role.row(0)], sm.row_sum[role.row(1)]};
   const float lse[2] = {neg_inf(), neg_inf()};  // the softmax warpgroup writes the LSE
-  write_output<C>(p, o, lse, sm, t, role);
+  write_output<C>(p, o, l, lse, t, role);
 }
 
 template <typename C>
 __device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const MlaWorkItem& item,
-                                              uint32_t& sequence, const HopperRole& role) {
+                                              uint32_t& sequence, uint32_t& items,
+                                              const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;
-  named_barrier_sync_across_roles(kAllThreads, C::kThreads);
+  block_barrier_across_roles();
   producer_loop<C>(p, tma, sm, t, sequence, role);
   sequence += t.num_tiles;
-  named_barrier_sync_across_roles(kAllThreads, C::kThreads);
+  ++items;
 }
 
 // Every role runs its own loop over the CTA's work items.
@@ -660,17 +675,17 @@ enum class HopperRoleKind { kOutput, kSoftmax, kProducer };
 template <typename C, HopperRoleKind ROLE>
 __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperRole& role) {
-  uint32_t sequence = 0;
+  uint32_t sequence = 0, items = 0;
   const int32_t first = p.work_indptr[blockIdx.y];
   const int32_t last = p.work_indptr[blockIdx.y + 1];
 #pragma unroll 1
   for (int32_t w = first; w < last; ++w) {
     if constexpr (ROLE == HopperRoleKind::kOutput) {
-      output_item<C>(p, tma, sm, p.work_items[w], sequence, role);
+      output_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
     } else if constexpr (ROLE == HopperRoleKind::kSoftmax) {
-      softmax_item<C>(p, tma, sm, p.work_items[w], sequence, role);
+      softmax_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
     } else {
-      producer_item<C>(p, tma, sm, p.work_items[w], sequence, role);
+      producer_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
     }
   }
 }
@@ -696,6 +711,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
       mbarrier_init(sm.empty(stage), Config::kConsumerThreads);
       mbarrier_init(sm.ready(stage), Config::kGroupThreads);
     }
+    mbarrier_init(sm.sums(), Config::kGroupThreads);
     fence_barrier_init();
   }
   __syncthreads();

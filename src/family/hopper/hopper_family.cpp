@@ -26,11 +26,11 @@ constexpr int kMinAutoHeads = 32;
 const TileConfig kTile{kStages, kTileTokens, false, kRows};
 
 // Q and each KV stage: 64 rows of 576 16-bit values; then a row of rescale factors per stage,
-// the final row sums, three mbarriers per stage; 1 KiB of slack to align the base to the
+// the final row sums, three mbarriers per stage and one for the row sums; 1 KiB of slack to align the base to the
 // 128-byte swizzle's 1 KiB atom.
 int shared_storage_bytes() {
   const int tile = kRows * (kHeadDims.ckv + kHeadDims.kpe) * 2;
-  return (1 + kStages) * tile + kStages * kRows * 4 + kRows * 4 + 3 * kStages * 8 + 1024;
+  return (1 + kStages) * tile + kStages * kRows * 4 + kRows * 4 + (3 * kStages + 1) * 8 + 1024;
 }
 
 const char* kernel_type(DType dtype) {
@@ -82,11 +82,11 @@ class HopperFamily final : public KernelFamily {
     return "";
   }
 
-  // Measured on the H200 (docs/PERF.md, 2026-12-01): with 32 or more query rows per head
-  // group of a token (H128 decode; H16 with 2-4 speculative tokens) it runs 1.5-2.1x the
-  // portable kernel, TMA or gather; with 16 heads a decode step fills a quarter of its 64-row
-  // MMA tile and the portable kernel's narrow tiles are 2-5% faster (22% at page size 1). The
-  // query length is not known when the kernel is chosen, so the head count decides.
+  // Measured on the H200 (docs/PERF.md, 2026-12-01): from 32 heads (and at 16 heads with 2-4
+  // speculative tokens) it runs 1.3-2.1x the portable kernel, pages of 64 or of 1; a 16-head
+  // decode step fills a quarter of its 64-row MMA tile, and there the portable kernel's
+  // narrow tiles are 1-5% faster (22-29% at page size 1). The query length is not known when
+  // the kernel is chosen, so the head count decides.
   bool auto_eligible(const MlaShape& shape, const DeviceTarget&) const override {
     return shape.num_heads >= kMinAutoHeads;
   }
