@@ -326,8 +326,9 @@ TEST_CASE("the demo program ignores dtypes and head dims") {
   CHECK(program.geometry.dynamic_smem_bytes == 0);
   CHECK(program.geometry.cooperative);
   CHECK(contains(program.request.source, "#define MLAJIT_EXPECTED_SMEM_BYTES 0\n"));
-  CHECK(program.request.headers.size() == 2);  // the demo and the grid barrier
+  CHECK(program.request.headers.size() == 3);  // the demo, the grid barrier and its block barrier
   CHECK(program.request.headers.count("common/grid_barrier.cuh") == 1);
+  CHECK(program.request.headers.count("common/block_barrier.cuh") == 1);
   spec.head_dim_ckv = 7;
   spec.kv_dtype = DType::kFloat16;
   CHECK(generate_program(spec).request.name_expression == program.request.name_expression);
