@@ -19,6 +19,23 @@ std::vector<KernelSpec> KernelFamily::fleet_specs(const MlaShape& shape,
   return {spec_for(shape, target, MlaOptions{})};
 }
 
+std::vector<MlaShape> KernelFamily::fleet_shapes() const {
+  std::vector<MlaShape> shapes;
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    for (const HeadDims& dims : head_dims()) {
+      for (bool causal : {false, true}) {
+        MlaShape shape;
+        shape.dtype = dtype;
+        shape.head_dim_ckv = dims.ckv;
+        shape.head_dim_kpe = dims.kpe;
+        shape.causal = causal;
+        shapes.push_back(shape);
+      }
+    }
+  }
+  return shapes;
+}
+
 int KernelFamily::tier_of(const KernelSpec&) const { return 0; }
 bool KernelFamily::has_tile_tiers() const { return false; }
 

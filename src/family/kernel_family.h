@@ -66,8 +66,9 @@ class KernelFamily {
   // `every_tile` every other tile config a debug option could force.
   virtual std::vector<KernelSpec> fleet_specs(const MlaShape& shape, const DeviceTarget& target,
                                               bool every_tile) const;
-  // The shapes of its rows of the default fleet matrix (dtype x head dims x causal).
-  virtual std::vector<MlaShape> fleet_shapes() const = 0;
+  // The shapes of its rows of the default fleet matrix: by default bf16 and f16 x its head
+  // dims x causal or not.
+  virtual std::vector<MlaShape> fleet_shapes() const;
   // The tile tier of one of its specs (1 = largest) for reports; 0 when it has no tiers.
   virtual int tier_of(const KernelSpec& spec) const;
   // Whether MlaOptions::force_tier can pick one of its tile configs (a debug option).

@@ -107,21 +107,6 @@ class HopperFamily final : public KernelFamily {
     return spec;
   }
 
-  std::vector<MlaShape> fleet_shapes() const override {
-    std::vector<MlaShape> shapes;
-    for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
-      for (bool causal : {false, true}) {
-        MlaShape shape;
-        shape.dtype = dtype;
-        shape.head_dim_ckv = kHeadDims.ckv;
-        shape.head_dim_kpe = kHeadDims.kpe;
-        shape.causal = causal;
-        shapes.push_back(shape);
-      }
-    }
-    return shapes;
-  }
-
   jit::KernelProgram program(const KernelSpec& spec) const override {
     jit::KernelProgram program;
     program.entry_file = "hopper/mla_hopper.cuh";

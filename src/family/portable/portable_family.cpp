@@ -81,23 +81,6 @@ class PortableFamily final : public KernelFamily {
     return specs;
   }
 
-  std::vector<MlaShape> fleet_shapes() const override {
-    std::vector<MlaShape> shapes;
-    for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
-      for (const HeadDims& dims : head_dims()) {
-        for (bool causal : {false, true}) {
-          MlaShape shape;
-          shape.dtype = dtype;
-          shape.head_dim_ckv = dims.ckv;
-          shape.head_dim_kpe = dims.kpe;
-          shape.causal = causal;
-          shapes.push_back(shape);
-        }
-      }
-    }
-    return shapes;
-  }
-
   int tier_of(const KernelSpec& spec) const override { return portable::tier_of(spec.tile); }
   bool has_tile_tiers() const override { return true; }
 
