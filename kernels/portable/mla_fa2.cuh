@@ -23,6 +23,7 @@
 #include "common/ptx_math.cuh"
 #include "common/ptx_mma.cuh"
 #include "common/smem_swizzle.cuh"
+#include "common/work_tile.cuh"
 
 namespace mlajit_kernel {
 
@@ -231,15 +232,7 @@ struct ThreadRole {
 };
 
 // What one CTA does for one work item, derived once.
-struct TileContext {
-  int32_t q_token_base, q_len, kv_page_base, kv_len;
-  int32_t row0;          // packed row of local row 0
-  int32_t rows;          // valid local rows
-  int32_t kv_start;      // first token of the chunk
-  int32_t kv_stop;       // one past the last token any row of the tile sees
-  int32_t num_tiles;     // KV tiles in [kv_start, kv_stop)
-  int32_t unmasked_end;  // tokens below this are visible to every row: no mask needed
-  int32_t partial_row;
+struct TileContext : WorkTile {
   bool narrow;           // rows <= 16 (and the config has NARROW_TILES): the NarrowRows layout
   int32_t row_limit[2];  // this thread's accumulator rows see tokens < row_limit[j]
 };
@@ -254,26 +247,12 @@ __device__ __forceinline__ TileContext make_context(const MlaParams& p, const Ml
                                                     const ThreadRole& role) {
   TileContext t;
   const int32_t H = p.num_heads;
-  t.q_token_base = item.q_token_base;
-  t.q_len = item.q_len;
-  t.kv_page_base = item.kv_page_base;
-  t.kv_len = item.kv_len;
-  t.row0 = item.packed_q_start + blockIdx.x * C::kQTile;
-  t.rows = min(C::kQTile, item.q_len * H - t.row0);
-  t.kv_start = item.kv_start;
-  t.partial_row = item.partial_row;
-  // Causal, bottom-right aligned: query token i sees tokens t <= kv_len - q_len + i.
-  const int32_t shift = item.kv_len - item.q_len + 1;
-  const int32_t last_token = (t.row0 + max(t.rows, 1) - 1) / H;
-  t.kv_stop = C::kCausal ? min(item.kv_end, shift + last_token) : item.kv_end;
-  t.unmasked_end = C::kCausal ? min(item.kv_end, shift + t.row0 / H) : item.kv_end;
-  t.num_tiles = t.kv_stop > t.kv_start ? (t.kv_stop - t.kv_start + C::kKvTile - 1) / C::kKvTile : 0;
+  static_cast<WorkTile&>(t) = make_work_tile<C::kCausal, C::kQTile, C::kKvTile>(item, H);
   t.narrow = C::kNarrowTiles && t.rows <= C::kNarrowRows;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int local_row = t.narrow ? NarrowRows<C>::acc_row(role, j) : WideRows<C>::acc_row(role, j);
-    const int32_t token = (t.row0 + local_row) / H;
-    t.row_limit[j] = C::kCausal ? min(item.kv_end, shift + token) : item.kv_end;
+    t.row_limit[j] = work_row_limit<C::kCausal>(item, t, H, local_row);
   }
   return t;
 }
