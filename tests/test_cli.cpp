@@ -682,9 +682,9 @@ TEST_CASE("bench --dry-run lists the default shapes with the newest peer timings
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const JsonValue shapes = parse_json(run.out)["shapes"];
-  // The 26 rows of baseline.md's "Re-measured 2026-12-01" table, then the 8 shapes of the
-  // 2026-11-29 tables it did not re-measure (no peer timings).
-  REQUIRE(shapes.items.size() == 34);
+  // The 26 rows of baseline.md's "Re-measured 2026-12-01" table, then a second ragged batch
+  // and the 8 shapes of the 2026-11-29 tables it did not re-measure (no peer timings).
+  REQUIRE(shapes.items.size() == 35);
   size_t with_peers = 0;
   for (const auto& shape : shapes.items) with_peers += shape["fa2_us"].kind == JsonValue::kNumber;
   CHECK(with_peers == 26);
@@ -715,7 +715,7 @@ TEST_CASE("bench --dry-run lists the default shapes with the newest peer timings
   }
   const CliRun text = run_cli("bench --dry-run", cache.path());
   CHECK(text.exit_code == 0);
-  CHECK(text.out.find("34 shapes") != std::string::npos);
+  CHECK(text.out.find("35 shapes") != std::string::npos);
   CHECK(text.out.find("278.75") != std::string::npos);
 }
 
@@ -744,7 +744,7 @@ TEST_CASE("bench --shape takes baseline.md's notation, and modifiers change whic
   CHECK(shapes_of("--shape 16,16,4096,64").items[0]["fa3_us"].number == Approx(32.80));
   // The modifiers apply to the default shapes too.
   const JsonValue all_fp16 = shapes_of("--dtype f16");
-  CHECK(all_fp16.items.size() == 34);
+  CHECK(all_fp16.items.size() == 35);
   for (const auto& shape : all_fp16.items) CHECK(shape["dtype"].text == "f16");
   for (const std::string bad : {"--shape 128,64,4096,64,2", "--shape ragged:128,64,9,8",
                                 "--shape 129,1,1,1", "--shape 128,64,4096,64,1,2"}) {

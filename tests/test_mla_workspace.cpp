@@ -50,20 +50,28 @@ TEST_CASE("a reservation goes almost all to partial rows, which real plans need 
   }
 }
 
-TEST_CASE("64 MiB reserved holds the largest baseline decode batch with the grid pinned") {
-  // B=128 at L=16384 with 128 heads: about 49k partial rows. The old split (three quarters
-  // for partial rows) held 48,960 and moved the workspace under a captured graph.
-  const Plan plan = decode_plan(128, 16384, 2);
+TEST_CASE("64 MiB reserved holds every baseline decode batch with the grid pinned") {
+  // The largest is B=128 at L=16384 with 128 heads. Cutting every tile in three, the planner
+  // once needed 49,152 partial rows for it (and a split giving partial rows three quarters of
+  // the reservation held 48,960, so a re-plan moved the workspace under a captured graph).
+  // Filling the pairs in order cuts a tile only where a pair ends: 16,640 rows, ~16 MiB.
   const MlaWorkspace workspace(kH200Ctas, 512, 2);
-  const auto need = MlaWorkspace::capacity_of(plan);
-  INFO(need.work_items << " work items, " << need.merge_records << " merge records, "
-                       << need.partial_rows << " partial rows");
-  CHECK(need.partial_rows > 48960);
-  CHECK(workspace.holds(workspace.capacity_for_bytes(uint64_t{64} << 20), plan));
-  const uint64_t needed = workspace.bytes_for(need);
-  CHECK(needed > (uint64_t{45} << 20));  // the header's "~48 MiB"
-  CHECK(needed < (uint64_t{52} << 20));
-  CHECK_FALSE(workspace.holds(workspace.capacity_for_bytes(uint64_t{32} << 20), plan));
+  const auto reserved = workspace.capacity_for_bytes(uint64_t{64} << 20);
+  for (int batch : {1, 16, 64, 128}) {
+    for (int kv_len : {1024, 4096, 16384}) {
+      const Plan plan = decode_plan(batch, kv_len, 2);
+      const auto need = MlaWorkspace::capacity_of(plan);
+      INFO("B=" << batch << " L=" << kv_len << ": " << need.work_items << " work items, "
+                << need.merge_records << " merge records, " << need.partial_rows << " partial rows");
+      CHECK(workspace.holds(reserved, plan));
+    }
+  }
+  const Plan largest = decode_plan(128, 16384, 2);
+  CHECK(MlaWorkspace::capacity_of(largest).partial_rows == 16640);
+  const uint64_t needed = workspace.bytes_for(MlaWorkspace::capacity_of(largest));
+  CHECK(needed > (uint64_t{15} << 20));  // the header's "~16 MiB"
+  CHECK(needed < (uint64_t{18} << 20));
+  CHECK_FALSE(workspace.holds(workspace.capacity_for_bytes(uint64_t{8} << 20), largest));
 }
 
 TEST_CASE("a plan with more CTAs than the device holds does not fit any capacity") {

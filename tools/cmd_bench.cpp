@@ -41,10 +41,10 @@ struct BenchRow {
   PeerTimings peers;
 };
 
-// The default shapes: every shape of the peer table (baseline.md's newest), then the shapes of
-// its 2026-11-29 tables that the newest did not re-measure, kept because docs/PERF.md records
-// them (16 heads at page size 1, fp16, the smaller tile tiers forced); they have no peer
-// timings.
+// The default shapes: every shape of the peer table (baseline.md's newest), then a second
+// ragged batch and the shapes of its 2026-11-29 tables that the newest did not re-measure,
+// kept because docs/PERF.md records them (16 heads at page size 1, fp16, the smaller tile
+// tiers forced); they have no peer timings.
 std::vector<MlaBenchShape> default_bench_shapes() {
   std::vector<MlaBenchShape> shapes;
   for (const PeerRow& row : peer_rows()) shapes.push_back(row.shape);
@@ -55,6 +55,9 @@ std::vector<MlaBenchShape> default_bench_shapes() {
     shapes.push_back(shape);
   };
   constexpr auto bf16 = DType::kBFloat16;
+  // A second ragged batch, drawn as the first with another seed: the planner's balance on it
+  // is not tuned to one draw.
+  add("ragged:128,64,1,8192,20261201", bf16, 0);
   add("16,128,4096,1", bf16, 0);
   add("16,64,16384,1", bf16, 0);
   add("128,64,4096,64", DType::kFloat16, 0);

@@ -54,7 +54,7 @@ struct MlaOptions {
   uint64_t workspace_bytes = 0;   // reserve this much device workspace up front (0: grow on
                                   // demand); nearly all of it holds partial rows (ckv outputs of
                                   // the output dtype + 4 B each: 512 x 2 + 4 B for DeepSeek bf16):
-                                  // B=128 decode at L=16384 needs ~48 MiB on an H200
+                                  // B=128 decode at L=16384 needs ~16 MiB on an H200
   bool validate_kv_indices = false;  // plan() requires host kv_indices and checks every page id
 };
 

@@ -23,20 +23,6 @@ constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 // and a batch claiming more is refused before the planner allocates per-tile memory for it.
 constexpr int64_t kMaxTiles = int64_t{1} << 24;
 
-// Chunk lengths tried, as fractions of the mean per-pair share of KV tokens. 1 is about the
-// reference's choice; smaller chunks give longest-first smaller pieces to even out the pairs,
-// at the price of a fixed cost per item and a merge per split tile; somewhat longer ones
-// split fewer tiles. With about one item per pair the busiest pair's load moves in steps of
-// whole items, so lengths near the share are tried finely: on the ragged batch of
-// perf/baseline.md 17/16 gives busiest/mean 1.05 where 1 gives 1.07 and 3/4 gives 1.19.
-// The planner models each and keeps the cheapest (see choose_chunking).
-struct Fraction {
-  int num, den;
-};
-constexpr Fraction kShareFractions[] = {{3, 2},  {5, 4}, {9, 8}, {17, 16}, {1, 1},
-                                        {15, 16}, {7, 8}, {3, 4}, {1, 2},   {1, 3},
-                                        {1, 4},  {1, 6}, {1, 8}, {1, 12},  {1, 16}};
-
 template <typename... Args>
 [[noreturn]] void invalid(fmt::format_string<Args...> format, Args&&... args) {
   throw Error(ErrorCode::kInvalidArgument,
@@ -163,46 +149,39 @@ struct Chunk {
   int32_t kv_start, kv_end;
 };
 
-// How a tile's KV is cut into n = ceil(length / max_len) chunks. Both give the same number of
-// items and the same merge work; they differ in the sizes longest-first gets to work with:
-// equal pieces fill n pairs evenly when a few long tiles must cover the grid, while full
-// pieces plus a remainder leave small remainders that fill the gaps between the pairs when
-// many ragged tiles share it. The planner models both and keeps the better.
-enum class CutStyle { kEqual, kRemainder };
-
-// Chunk boundaries of [0, length). Inner boundaries lie on kv_tile multiples (max_len is one).
-// Empty input gives one empty chunk, so the kernel still writes out = 0 / lse = -inf for rows
-// that see nothing.
-std::vector<int32_t> chunk_bounds(int32_t length, int64_t max_len, int kv_tile, CutStyle style) {
-  std::vector<int32_t> bounds{0};
-  const int64_t n = std::max<int64_t>(1, ceil_div(length, max_len));
-  for (int64_t c = 1; c < n; ++c) {
-    const int64_t bound = style == CutStyle::kRemainder
-                              ? c * max_len
-                              : std::min<int64_t>(length, ceil_div(c * length, n * kv_tile) * kv_tile);
-    if (bound > bounds.back()) bounds.push_back(static_cast<int32_t>(bound));
-  }
-  if (length > bounds.back() || bounds.size() == 1) bounds.push_back(length);
-  return bounds;
-}
-
 struct Chunking {
   int64_t max_len = 0;
   std::vector<Chunk> chunks;          // in (tile, index) order
   std::vector<int> chunks_per_tile;
 };
 
-Chunking cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, int kv_tile, CutStyle style) {
-  Chunking result;
-  result.max_len = max_len;
-  result.chunks_per_tile.resize(tiles.size());
-  for (size_t t = 0; t < tiles.size(); ++t) {
-    const std::vector<int32_t> bounds = chunk_bounds(tiles[t].eff_kv, max_len, kv_tile, style);
-    result.chunks_per_tile[t] = static_cast<int>(bounds.size()) - 1;
-    for (size_t c = 0; c + 1 < bounds.size(); ++c)
-      result.chunks.push_back({static_cast<int>(t), static_cast<int>(c), bounds[c], bounds[c + 1]});
+// How a tile's KV is cut into n = ceil(length / max_len) chunks. Both give the same number of
+// items and the same merge work; they differ in the sizes longest-first gets to work with:
+// equal pieces fill n pairs evenly when a few long tiles must cover the grid, while full
+// pieces plus a remainder leave small remainders that fill the gaps between the pairs when
+// many ragged tiles share it.
+enum class CutStyle { kEqual, kRemainder };
+
+// Calls on_chunk(start, end) for the chunks of [0, length). Inner boundaries lie on kv_tile
+// multiples (max_len is one). Empty input gives one empty chunk, so the kernel still writes
+// out = 0 / lse = -inf for rows that see nothing. Returns the number of chunks.
+template <typename OnChunk>
+int64_t cut(int32_t length, int64_t max_len, int kv_tile, CutStyle style, OnChunk&& on_chunk) {
+  const int64_t n = std::max<int64_t>(1, ceil_div(length, max_len));
+  int64_t start = 0, count = 0;
+  for (int64_t c = 1; c <= n; ++c) {
+    const int64_t bound =
+        c == n ? length
+        : style == CutStyle::kRemainder
+            ? c * max_len
+            : std::min<int64_t>(length, ceil_div(c * length, n * kv_tile) * kv_tile);
+    if (bound > start || (c == n && count == 0)) {
+      on_chunk(static_cast<int32_t>(start), static_cast<int32_t>(bound));
+      start = bound;
+      ++count;
+    }
   }
-  return result;
+  return count;
 }
 
 // ---- longest work first -----------------------------------------------------------------
@@ -219,20 +198,26 @@ Assignment assign_longest_first(const std::vector<int64_t>& costs, int bins) {
   std::vector<std::pair<int64_t, int>> order(costs.size());  // (-cost, job): unique keys
   for (size_t job = 0; job < costs.size(); ++job) order[job] = {-costs[job], static_cast<int>(job)};
   std::sort(order.begin(), order.end());
-  using Entry = std::pair<int64_t, int>;  // (load, bin)
-  std::vector<Entry> heap_storage;
-  heap_storage.reserve(bins);
-  for (int bin = 0; bin < bins; ++bin) heap_storage.push_back({0, bin});
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(
-      std::greater<Entry>(), std::move(heap_storage));
   Assignment result{std::vector<int>(costs.size()), std::vector<int64_t>(bins, 0)};
-  for (const auto& [negative_cost, job] : order) {
-    const Entry least = heap.top();
-    heap.pop();
-    const int64_t load = least.first - negative_cost;
-    result.bin_of[job] = least.second;
-    result.load[least.second] = load;
-    heap.push({load, least.second});
+  // The first job of each bin goes to an empty bin, in bin order; the rest to the least loaded.
+  const size_t first = std::min(order.size(), static_cast<size_t>(bins));
+  using Entry = std::pair<int64_t, int>;  // (load, bin)
+  std::vector<Entry> heap(bins);
+  for (int bin = 0; bin < bins; ++bin) {
+    const int64_t cost = static_cast<size_t>(bin) < first ? -order[bin].first : 0;
+    if (static_cast<size_t>(bin) < first) result.bin_of[order[bin].second] = bin;
+    result.load[bin] = cost;
+    heap[bin] = {cost, bin};
+  }
+  if (first == order.size()) return result;
+  std::make_heap(heap.begin(), heap.end(), std::greater<Entry>());
+  for (size_t k = first; k < order.size(); ++k) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<Entry>());
+    Entry& least = heap.back();
+    least.first -= order[k].first;
+    result.bin_of[order[k].second] = least.second;
+    result.load[least.second] = least.first;
+    std::push_heap(heap.begin(), heap.end(), std::greater<Entry>());
   }
   return result;
 }
@@ -249,11 +234,46 @@ std::vector<int32_t> bucket_by_bin(const std::vector<int>& bin_of, int bins,
   return indptr;
 }
 
-// ---- choosing the chunk length ----------------------------------------------------------
+// ---- the cost model ---------------------------------------------------------------------
 
 struct Geometry {
   int cluster_size, grid_y, tile_rows, kv_tile;
 };
+
+// The smallest chunk a tile's KV is cut into: below it the fixed cost of an item and its
+// merge outweigh the KV work it moves between pairs.
+int64_t shortest_chunk(const Geometry& g) {
+  return round_up(std::max<int64_t>(g.kv_tile, kMinChunkTokens), g.kv_tile);
+}
+
+// Modelled merge work, added up tile by tile: every valid row of a split tile reads one
+// partial row per chunk (a partial row of 512 values costs about what one KV token of 576
+// values does), spread over all CTAs of the grid.
+struct MergeWork {
+  int64_t units = 0, largest_piece = 0;
+  bool any = false;
+
+  void add_tile(const Tile& tile, int64_t chunks) {
+    if (chunks < 2) return;
+    any = true;
+    units += int64_t{tile.rows} * chunks;
+    largest_piece = std::max(largest_piece, std::min<int64_t>(tile.rows, kMergePieceRows) * chunks);
+  }
+  // Merge pieces (kMergePieceRows rows of one tile) are not split between CTAs, so the merge
+  // takes at least as long as the largest piece, however many CTAs share the rest. Measured on
+  // the H200, one 128-head request: at full weight this term picked the faster chunking at
+  // L=4096 (28.7 vs 32.2 us) but the slower one at L=16384 (49.6 vs 45.0); at half weight it
+  // picks, at L=1024, 4096 and 16384, the chunking that measured faster (128 and 256 tokens).
+  // A plan with any merge also pays the merge phase itself (the grid barrier, the partial
+  // writes' latency), about one item's fixed cost: a split must win more than that.
+  int64_t cost(const Geometry& g) const {
+    if (!any) return 0;
+    return std::max(ceil_div(units, int64_t{g.cluster_size} * g.grid_y), largest_piece / 2) +
+           kItemOverheadTokens;
+  }
+};
+
+// ---- no split: whole tiles, longest first -----------------------------------------------
 
 struct Candidate {
   Chunking chunking;
@@ -261,109 +281,256 @@ struct Candidate {
   int64_t score = 0;
 };
 
-std::vector<int64_t> chunk_costs(const Chunking& chunking, const Geometry& g) {
-  std::vector<int64_t> costs;
-  costs.reserve(chunking.chunks.size());
-  for (const Chunk& chunk : chunking.chunks) {
-    MlaWorkItem item{};
-    item.kv_start = chunk.kv_start;
-    item.kv_end = chunk.kv_end;
-    costs.push_back(work_item_cost(item, g.tile_rows));
-  }
-  return costs;
-}
-
-// Modelled merge work: every valid row of a split tile reads one partial row per chunk (a
-// partial row of 512 values costs about what one KV token of 576 values does), spread over
-// all CTAs of the grid.
-int64_t merge_cost_per_cta(const std::vector<Tile>& tiles, const Chunking& chunking,
-                           const Geometry& g) {
-  // Merge pieces (kMergePieceRows rows of one tile) are not split between CTAs, so the merge
-  // takes at least as long as the largest piece, however many CTAs share the rest. Measured on
-  // the H200, one 128-head request: at full weight this term picked the faster chunking at
-  // L=4096 (28.7 vs 32.2 us) but the slower one at L=16384 (49.6 vs 45.0); at half weight it
-  // picks, at L=1024, 4096 and 16384, the chunking that measured faster (128 and 256 tokens).
-  int64_t units = 0, largest_piece = 0;
-  for (size_t t = 0; t < tiles.size(); ++t) {
-    const int64_t chunks = chunking.chunks_per_tile[t];
-    if (chunks < 2) continue;
-    units += int64_t{tiles[t].rows} * chunks;
-    largest_piece = std::max(largest_piece, std::min<int64_t>(tiles[t].rows, kMergePieceRows) * chunks);
-  }
-  return std::max(ceil_div(units, int64_t{g.cluster_size} * g.grid_y), largest_piece / 2);
-}
-
-Candidate evaluate(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
-                   const Geometry& g) {
+Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
   Candidate candidate;
-  candidate.chunking = cut_tiles(tiles, max_len, g.kv_tile, style);
-  candidate.assignment = assign_longest_first(chunk_costs(candidate.chunking, g), g.grid_y);
-  const int64_t busiest =
-      *std::max_element(candidate.assignment.load.begin(), candidate.assignment.load.end());
-  candidate.score = busiest + merge_cost_per_cta(tiles, candidate.chunking, g);
+  std::vector<int64_t> costs(tiles.size());
+  candidate.chunking.chunks_per_tile.assign(tiles.size(), 1);
+  candidate.chunking.chunks.reserve(tiles.size());
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    candidate.chunking.chunks.push_back({static_cast<int>(t), 0, 0, tiles[t].eff_kv});
+    candidate.chunking.max_len = std::max<int64_t>(candidate.chunking.max_len, tiles[t].eff_kv);
+    costs[t] = tiles[t].eff_kv + kItemOverheadTokens;
+  }
+  candidate.chunking.max_len = std::max(round_up(candidate.chunking.max_len, g.kv_tile),
+                                        shortest_chunk(g));
+  candidate.assignment = assign_longest_first(costs, g.grid_y);
+  candidate.score = *std::max_element(candidate.assignment.load.begin(),
+                                      candidate.assignment.load.end());
   return candidate;
 }
 
-// Chunk lengths to try, longest first. The shortest allowed is kMinChunkTokens: below that
-// the fixed cost of an item and its merge outweigh the KV work it moves between pairs.
-std::vector<int64_t> chunk_candidates(const std::vector<Tile>& tiles, const Geometry& g) {
+// ---- splitting: tiles cut into chunks, longest first ---------------------------------------
+
+// Buffers the cut candidates reuse, so that trying one allocates nothing.
+struct Scratch {
+  std::vector<int64_t> costs, loads;
+};
+
+// The modelled time of cutting every tile into chunks of at most max_len and placing them
+// longest first; builds nothing.
+int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
+                  const Geometry& g, Scratch& scratch) {
+  scratch.costs.clear();
+  MergeWork merge;
+  for (const Tile& tile : tiles) {
+    const int64_t chunks = cut(tile.eff_kv, max_len, g.kv_tile, style, [&](int32_t start, int32_t end) {
+      scratch.costs.push_back(int64_t{end} - start + kItemOverheadTokens);
+    });
+    merge.add_tile(tile, chunks);
+  }
+  std::vector<int64_t>& costs = scratch.costs;
+  const size_t bins = static_cast<size_t>(g.grid_y);
+  if (costs.size() <= bins)  // one job a pair: the busiest is the largest job
+    return *std::max_element(costs.begin(), costs.end()) + merge.cost(g);
+  std::sort(costs.begin(), costs.end(), std::greater<int64_t>());
+  // The first job of each pair goes to an empty pair, in order; the rest to the least loaded.
+  std::vector<int64_t>& loads = scratch.loads;  // a min-heap of the pairs' loads
+  loads.assign(costs.begin(), costs.begin() + bins);
+  std::make_heap(loads.begin(), loads.end(), std::greater<int64_t>());
+  for (size_t job = bins; job < costs.size(); ++job) {
+    std::pop_heap(loads.begin(), loads.end(), std::greater<int64_t>());
+    loads.back() += costs[job];
+    std::push_heap(loads.begin(), loads.end(), std::greater<int64_t>());
+  }
+  return *std::max_element(loads.begin(), loads.end()) + merge.cost(g);
+}
+
+// A floor under cut_score from counts alone: no pair is below the mean load, nor below the
+// largest item (each tile's largest chunk holds at least its mean chunk length).
+int64_t cut_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometry& g) {
+  int64_t total = 0, largest = 0;
+  MergeWork merge;
+  for (const Tile& tile : tiles) {
+    const int64_t n = std::max<int64_t>(1, ceil_div(tile.eff_kv, max_len));
+    total += tile.eff_kv + n * kItemOverheadTokens;
+    largest = std::max(largest, ceil_div(tile.eff_kv, n) + kItemOverheadTokens);
+    merge.add_tile(tile, n);
+  }
+  return std::max(ceil_div(total, g.grid_y), largest) + merge.cost(g);
+}
+
+Candidate cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
+                    const Geometry& g) {
+  Candidate candidate;
+  Chunking& chunking = candidate.chunking;
+  chunking.max_len = max_len;
+  chunking.chunks_per_tile.resize(tiles.size());
+  std::vector<int64_t> costs;
+  MergeWork merge;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    int index = 0;
+    chunking.chunks_per_tile[t] = static_cast<int>(
+        cut(tiles[t].eff_kv, max_len, g.kv_tile, style, [&](int32_t start, int32_t end) {
+          chunking.chunks.push_back({static_cast<int>(t), index++, start, end});
+          costs.push_back(int64_t{end} - start + kItemOverheadTokens);
+        }));
+    merge.add_tile(tiles[t], chunking.chunks_per_tile[t]);
+  }
+  candidate.assignment = assign_longest_first(costs, g.grid_y);
+  candidate.score = *std::max_element(candidate.assignment.load.begin(),
+                                      candidate.assignment.load.end()) + merge.cost(g);
+  return candidate;
+}
+
+// Chunk lengths to cut at: the mean share of a pair and somewhat above it. With about one item
+// per pair the busiest pair's load moves in steps of whole items, so lengths near the share are
+// tried finely (on the ragged batch of perf/baseline.md 17/16 of the share gives busiest/mean
+// 1.05 where 1 gives 1.07); longer ones cut only the longest tiles, which wins where a few long
+// requests stand among many short ones. Shorter chunks are the filled pairs' domain.
+std::vector<int64_t> cut_lengths(const std::vector<Tile>& tiles, const Geometry& g) {
   int64_t total = 0, longest = 0;
   for (const Tile& tile : tiles) {
     total += tile.eff_kv;
     longest = std::max<int64_t>(longest, tile.eff_kv);
   }
-  const int64_t shortest = round_up(std::max<int64_t>(g.kv_tile, kMinChunkTokens), g.kv_tile);
-  const int64_t no_split = std::max(round_up(longest, g.kv_tile), shortest);
-  std::vector<int64_t> lengths{no_split};
   const int64_t share = ceil_div(total, g.grid_y);
-  for (Fraction f : kShareFractions) {
-    const int64_t length = std::max(round_up(ceil_div(share * f.num, f.den), g.kv_tile), shortest);
-    if (length < no_split) lengths.push_back(length);
+  std::vector<int64_t> lengths;
+  for (int sixteenths : {24, 20, 18, 17, 16}) {
+    const int64_t length = std::max(round_up(ceil_div(share * sixteenths, 16), g.kv_tile), shortest_chunk(g));
+    if (length < longest && (lengths.empty() || length < lengths.back())) lengths.push_back(length);
   }
-  std::sort(lengths.begin(), lengths.end(), std::greater<int64_t>());
-  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
   return lengths;
 }
 
-// A floor under the score of any cut with chunks of at most max_len, from counts alone: no
-// pair can be below the mean load, nor below the largest item (each tile's largest chunk
-// holds at least its mean chunk length). Lets choose_chunking skip hopeless lengths.
-int64_t score_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometry& g) {
-  const int64_t per_item = kItemOverheadTokens;
-  int64_t total = 0, largest = 0, merge_units = 0;
-  for (const Tile& tile : tiles) {
-    const int64_t n = std::max<int64_t>(1, ceil_div(tile.eff_kv, max_len));
-    total += tile.eff_kv + n * per_item;
-    largest = std::max(largest, ceil_div(tile.eff_kv, n) + per_item);
-    if (n >= 2) merge_units += n * tile.rows;
-  }
-  return std::max(ceil_div(total, g.grid_y), largest) +
-         ceil_div(merge_units, int64_t{g.cluster_size} * g.grid_y);
-}
+// ---- splitting: the pairs filled in order -----------------------------------------------
 
-bool splits_any(const std::vector<Tile>& tiles, int64_t max_len) {
-  return std::any_of(tiles.begin(), tiles.end(),
-                     [max_len](const Tile& tile) { return tile.eff_kv > max_len; });
-}
-
-// Tries each candidate length and cut style and keeps the lowest modelled time (busiest pair
-// + merge); on a tie the longer chunks win (fewer items, less partial memory), then equal cuts.
-Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
-  Candidate best;
-  bool have_best = false;
-  for (int64_t length : chunk_candidates(tiles, g)) {
-    if (have_best && score_floor(tiles, length, g) >= best.score) continue;
-    const bool split = splits_any(tiles, length);  // without splits both cuts are the same
-    for (CutStyle style : {CutStyle::kEqual, CutStyle::kRemainder}) {
-      if (!split && style == CutStyle::kRemainder) continue;
-      Candidate candidate = evaluate(tiles, length, style, g);
-      if (!have_best || candidate.score < best.score) {
-        best = std::move(candidate);
-        have_best = true;
+// Pours the tiles' KV, in tile order, into the pairs one after another, each pair up to
+// `capacity` cost units; a tile that does not fit the pair's room is cut at the last kv_tile
+// boundary that does and goes on in the next pair. Every pair but the last ends within one KV
+// tile and one item's fixed cost of the capacity, where longest-first over equal cuts leaves
+// the busiest pair up to a whole chunk above the mean. Calls on_chunk(tile, start, end, pair)
+// for each chunk in (tile, index) order; false when the tiles need more than grid_y pairs.
+template <typename OnChunk>
+bool pour(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
+          OnChunk&& on_chunk) {
+  const int64_t shortest = shortest_chunk(g);
+  int pair = 0;
+  int64_t load = 0;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    for (int32_t start = 0;;) {
+      const int64_t rest = tiles[t].eff_kv - start;
+      int64_t length = rest;
+      if (rest + kItemOverheadTokens > capacity - load) {
+        length = (capacity - load - kItemOverheadTokens) / g.kv_tile * g.kv_tile;
+        if (length < shortest) {  // no useful piece fits: the next pair
+          if (load == 0 || ++pair == g.grid_y) return false;
+          load = 0;
+          continue;
+        }
       }
+      const int32_t end = static_cast<int32_t>(start + length);
+      on_chunk(t, start, end, pair);
+      load += length + kItemOverheadTokens;
+      start = end;
+      if (start == tiles[t].eff_kv) break;
     }
   }
-  return best;
+  return true;
+}
+
+// The modelled time of pouring at `capacity` (the busiest pair plus the merge), or -1 when the
+// tiles do not fit; builds nothing.
+int64_t pour_score(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
+  int64_t busiest = 0, load = 0, chunks = 0;
+  int last_pair = 0;
+  size_t last_tile = 0;
+  MergeWork merge;
+  const bool fits = pour(tiles, capacity, g, [&](size_t t, int32_t start, int32_t end, int pair) {
+    if (pair != last_pair) load = 0, last_pair = pair;
+    load += end - start + kItemOverheadTokens;
+    busiest = std::max(busiest, load);
+    if (t != last_tile) merge.add_tile(tiles[last_tile], chunks), chunks = 0, last_tile = t;
+    ++chunks;
+  });
+  if (!fits) return -1;
+  if (!tiles.empty()) merge.add_tile(tiles[last_tile], chunks);
+  return busiest + merge.cost(g);
+}
+
+Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
+  Candidate candidate;
+  Chunking& chunking = candidate.chunking;
+  chunking.chunks_per_tile.assign(tiles.size(), 0);
+  Assignment& assignment = candidate.assignment;
+  assignment.load.assign(g.grid_y, 0);
+  pour(tiles, capacity, g, [&](size_t t, int32_t start, int32_t end, int pair) {
+    chunking.chunks.push_back({static_cast<int>(t), chunking.chunks_per_tile[t]++, start, end});
+    chunking.max_len = std::max<int64_t>(chunking.max_len, end - start);
+    assignment.bin_of.push_back(pair);
+    assignment.load[pair] += end - start + kItemOverheadTokens;
+  });
+  MergeWork merge;
+  for (size_t t = 0; t < tiles.size(); ++t) merge.add_tile(tiles[t], chunking.chunks_per_tile[t]);
+  candidate.score = *std::max_element(assignment.load.begin(), assignment.load.end()) + merge.cost(g);
+  return candidate;
+}
+
+// The smallest capacity the tiles fit in, by bisection between the mean load (no capacity
+// below it can hold them) and one that surely holds them.
+int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
+  int64_t total = 0, largest = 0;
+  for (const Tile& tile : tiles) {
+    total += tile.eff_kv + kItemOverheadTokens;
+    largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
+  }
+  const int64_t smallest_item = kItemOverheadTokens + shortest_chunk(g);
+  int64_t low = std::max(ceil_div(total, g.grid_y), smallest_item) - 1;  // does not fit
+  int64_t high = std::max(largest, smallest_item) * ceil_div(int64_t(tiles.size()), g.grid_y) +
+                 smallest_item;  // each pair holds its share of whole tiles, as a rule
+  while (pour_score(tiles, high, g) < 0) low = high, high *= 2;  // one pair holds the total
+  // The smallest usually lies within an eighth above the mean: try that bracket first.
+  const int64_t near = (low + 1) + (low + 1) / 8 + smallest_item;
+  if (near < high && pour_score(tiles, near, g) >= 0) high = near;
+  // A capacity finer than an eighth of a KV tile moves no cut (cuts lie on kv_tile multiples).
+  const int64_t precision = std::max(1, g.kv_tile / 8);
+  while (high - low > precision) {
+    const int64_t middle = low + (high - low) / 2;
+    (pour_score(tiles, middle, g) >= 0 ? high : low) = middle;
+  }
+  return high;
+}
+
+// Capacities to try: the smallest, a little above it (fewer tiles cut at the pair boundaries),
+// and room for one chunk of 2^k KV tiles (for a few long tiles over many pairs these are the
+// chunk lengths measured fastest: 64, 128 and 256 tokens at one 128-head request of 1k, 4k
+// and 16k tokens).
+std::vector<int64_t> capacities_to_try(const std::vector<Tile>& tiles, const Geometry& g) {
+  const int64_t smallest = smallest_capacity(tiles, g);
+  std::vector<int64_t> capacities{smallest};
+  for (int sixteenths : {17, 18, 20, 24}) capacities.push_back(ceil_div(smallest * sixteenths, 16));
+  int64_t longest = 0;
+  for (const Tile& tile : tiles) longest = std::max<int64_t>(longest, tile.eff_kv);
+  for (int64_t chunk = shortest_chunk(g); chunk < longest; chunk *= 2) {
+    if (chunk + kItemOverheadTokens > smallest) capacities.push_back(chunk + kItemOverheadTokens);
+  }
+  return capacities;
+}
+
+// Whole tiles longest first, tiles cut into chunks longest first, or the pairs filled in
+// order: the lowest modelled time (busiest pair + merge) wins; on a tie the earlier kind, and
+// within a kind the longer chunks or larger capacity (fewer items, less partial memory).
+Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
+  Candidate whole = whole_tiles(tiles, g);
+  int64_t best_score = whole.score, best_length = -1, best_capacity = -1;
+  CutStyle best_style = CutStyle::kEqual;
+  Scratch scratch;
+  for (int64_t length : cut_lengths(tiles, g)) {
+    if (cut_floor(tiles, length, g) >= best_score) continue;
+    for (CutStyle style : {CutStyle::kEqual, CutStyle::kRemainder}) {
+      const int64_t score = cut_score(tiles, length, style, g, scratch);
+      if (score < best_score) best_score = score, best_length = length, best_style = style;
+    }
+  }
+  for (int64_t capacity : capacities_to_try(tiles, g)) {
+    const int64_t score = pour_score(tiles, capacity, g);
+    if (score < 0 || score > best_score) continue;
+    if (score == best_score && (best_capacity < 0 || capacity < best_capacity)) continue;
+    best_score = score;
+    best_capacity = capacity;
+  }
+  if (best_capacity >= 0) return poured(tiles, best_capacity, g);
+  if (best_length >= 0) return cut_tiles(tiles, best_length, best_style, g);
+  return whole;
 }
 
 // ---- assembling the plan ----------------------------------------------------------------
