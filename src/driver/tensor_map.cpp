@@ -109,11 +109,6 @@ void check_modes(const TiledTensorMap& m) {
     refuse(fmt::format("interleave 32B needs swizzle 32B; swizzle is {}",
                        swizzle_name(m.swizzle)));
   }
-  if (static_cast<int>(m.l2_promotion) < 0 ||
-      static_cast<int>(m.l2_promotion) > CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
-    refuse(fmt::format("l2_promotion {} is not a CUtensorMapL2promotion value (0..3)",
-                       static_cast<int>(m.l2_promotion)));
-  }
   if (m.oob_fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA && !is_floating(m.dtype)) {
     refuse(fmt::format("oob_fill NAN_REQUEST_ZERO_FMA needs a floating-point dtype; dtype is {} "
                        "(use CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, which fills zeros)",
