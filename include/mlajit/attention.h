@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "mlajit/compile_mode.h"
 #include "mlajit/error.h"
 #include "mlajit/export.h"
 #include "mlajit/kernel_spec.h"
@@ -46,6 +47,9 @@ struct MlaOptions {
                                   // demand); nearly all of it holds partial rows (512 x 2 + 4 B
                                   // each): B=128 decode at L=16384 needs ~48 MiB on an H200
   bool validate_kv_indices = false;  // plan() requires host kv_indices and checks every page id
+  // Where this object's kernel compiles, on a cache miss (compile_mode.h): kDefault follows
+  // MLAJIT_COMPILE_MODE (default: a helper process, so an NVRTC crash is an Error).
+  CompileMode compile_mode = CompileMode::kDefault;
 };
 
 // Device pointers and strides (in elements) for one run. The last dimension of every tensor

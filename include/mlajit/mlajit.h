@@ -67,6 +67,16 @@ typedef enum mlajit_lse_base {
   MLAJIT_LSE_BASE_MIN_ENUM_ = -0x7fffffff - 1,
   MLAJIT_LSE_BASE_MAX_ENUM_ = 0x7fffffff
 } mlajit_lse_base;
+/* Where a kernel compiles on a cache miss (see mlajit/compile_mode.h): a helper process turns
+ * an NVRTC crash or hang into MLAJIT_ERROR_COMPILE instead of taking the caller down. */
+typedef enum mlajit_compile_mode {
+  MLAJIT_COMPILE_DEFAULT = 0, /* the process-wide MLAJIT_COMPILE_MODE, else AUTO */
+  MLAJIT_COMPILE_AUTO = 1,    /* a helper process; in-process (one warning) where none starts */
+  MLAJIT_COMPILE_PROCESS = 2, /* always a helper process; none starting is NO_COMPILER */
+  MLAJIT_COMPILE_INLINE = 3,  /* in the calling process */
+  MLAJIT_COMPILE_MODE_MIN_ENUM_ = -0x7fffffff - 1,
+  MLAJIT_COMPILE_MODE_MAX_ENUM_ = 0x7fffffff
+} mlajit_compile_mode;
 
 /* ---- version and errors ------------------------------------------------------------- */
 
@@ -104,6 +114,10 @@ typedef struct mlajit_options {
   mlajit_lse_base lse_base;
   uint64_t workspace_bytes;   /* device workspace reserved up front (0: grow on demand) */
   int32_t validate_kv_indices; /* 0/1: plan() checks every host page id against num_pages */
+  /* Appended after 0.1.1; a struct_size without them (an older header) is still accepted. */
+  int32_t reserved;           /* the older layout's tail padding: never read, so that bytes
+                                 an older program left there cannot pass for a field */
+  mlajit_compile_mode compile_mode; /* where this object's kernel compiles on a cache miss */
 } mlajit_options;
 
 /* Ragged batch: host arrays, read during mlajit_attention_plan() only. */

@@ -22,6 +22,8 @@ STATUS_NAMES = {
 }
 FLOAT16, BFLOAT16 = 0, 1
 LSE_BASE2, LSE_NATURAL = 0, 1
+# mlajit_compile_mode, by the names MLAJIT_COMPILE_MODE takes ("default": follow it).
+COMPILE_MODES = {"default": 0, "auto": 1, "process": 2, "inline": 3}
 
 
 class Shape(ctypes.Structure):
@@ -33,7 +35,8 @@ class Shape(ctypes.Structure):
 class Options(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("device", c_int32), ("force_tier", c_int32),
                 ("cluster_size", c_int32), ("force_two_launch", c_int32), ("lse_base", ctypes.c_int),
-                ("workspace_bytes", c_uint64), ("validate_kv_indices", c_int32)]
+                ("workspace_bytes", c_uint64), ("validate_kv_indices", c_int32),
+                ("reserved", c_int32), ("compile_mode", ctypes.c_int)]
 
 
 class Batch(ctypes.Structure):

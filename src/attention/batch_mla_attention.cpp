@@ -113,7 +113,7 @@ BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& op
   s.device_info = driver::device_info(s.device);
   s.spec = mla_spec_for(shape, s.device_info.arch(), s.device_info.smem_per_sm,
                         s.device_info.smem_per_block_optin, options.force_tier);
-  s.kernel = jit::KernelRegistry::instance().load(s.spec, s.device);
+  s.kernel = jit::KernelRegistry::instance().load(s.spec, s.device, options.compile_mode);
   s.choose_launch_path();
   s.workspace = std::make_unique<MlaWorkspace>(s.max_ctas, shape.head_dim_ckv, dtype_size(shape.dtype));
   if (options.workspace_bytes > 0) s.workspace->reserve(options.workspace_bytes);

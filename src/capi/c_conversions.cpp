@@ -1,5 +1,7 @@
 #include "capi/c_conversions.h"
 
+#include <cstddef>
+
 #include <fmt/format.h>
 
 #include "capi/c_structs.h"
@@ -53,6 +55,7 @@ mlajit_options default_options() {
   c.lse_base = cpp.lse_base == LseBase::kNatural ? MLAJIT_LSE_NATURAL : MLAJIT_LSE_BASE2;
   c.workspace_bytes = cpp.workspace_bytes;
   c.validate_kv_indices = cpp.validate_kv_indices ? 1 : 0;
+  c.compile_mode = static_cast<mlajit_compile_mode>(cpp.compile_mode);
   return c;
 }
 
@@ -82,7 +85,9 @@ MlaShape to_shape(const mlajit_shape* shape) {
 
 MlaOptions to_options(const mlajit_options* options) {
   if (options == nullptr) return MlaOptions{};
-  const mlajit_options c = read_struct(options, default_options(), "options");
+  // The 0.1.1 layout ended where compile_mode starts (`reserved` was its tail padding).
+  const mlajit_options c = read_struct(options, default_options(), "options",
+                                       offsetof(mlajit_options, compile_mode));
   MlaOptions cpp;
   cpp.device = c.device;
   cpp.force_tier = c.force_tier;
@@ -97,6 +102,17 @@ MlaOptions to_options(const mlajit_options* options) {
   cpp.lse_base = c.lse_base == MLAJIT_LSE_NATURAL ? LseBase::kNatural : LseBase::kBase2;
   cpp.workspace_bytes = c.workspace_bytes;
   cpp.validate_kv_indices = to_flag(c.validate_kv_indices, "options->validate_kv_indices");
+  switch (c.compile_mode) {
+    case MLAJIT_COMPILE_DEFAULT: cpp.compile_mode = CompileMode::kDefault; break;
+    case MLAJIT_COMPILE_AUTO: cpp.compile_mode = CompileMode::kAuto; break;
+    case MLAJIT_COMPILE_PROCESS: cpp.compile_mode = CompileMode::kProcess; break;
+    case MLAJIT_COMPILE_INLINE: cpp.compile_mode = CompileMode::kInline; break;
+    default:
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("options->compile_mode={} is not a compile mode: expected "
+                              "MLAJIT_COMPILE_DEFAULT (0), _AUTO (1), _PROCESS (2) or _INLINE (3)",
+                              static_cast<int>(c.compile_mode)));
+  }
   return cpp;
 }
 

@@ -40,8 +40,9 @@ void check_struct_size(const T* value, const char* name, size_t first_layout_siz
 }
 
 template <typename T>
-T read_struct(const T* value, const T& defaults, const char* name) {
-  check_struct_size(value, name);
+T read_struct(const T* value, const T& defaults, const char* name,
+              size_t first_layout_size = sizeof(T)) {
+  check_struct_size(value, name, first_layout_size);
   T copy = defaults;
   std::memcpy(&copy, value, value->struct_size);
   copy.struct_size = sizeof(T);
