@@ -349,7 +349,7 @@ TEST_CASE("the installed helper is found next to the code and compiles", "[isola
 TEST_CASE("garbled or truncated answers are errors, and the helper is reaped", "[isolation]") {
   if (!nvrtc_or_warn()) return;
   const std::pair<const char*, const char*> cases[] = {
-      {"garbage", "sent a garbled answer and was killed (garbled frame"},
+      {"garbage", "sent a garbled answer and was killed while compiling the tiny test kernel for sm_90: garbled frame from the compiler helper protocol: unknown tag"},
       {"huge", "over the 268435456-byte limit"},
       {"bad_result", "garbled RSLT"},
       {"extra", "5 bytes after the answer"},
