@@ -18,6 +18,9 @@ for example in cpp_decode c_decode; do
 done
 cp "$build/tests/mlajit_gpu_tests" "$build/tests/run_overhead" "$out/"
 strip "$out/mlajit_gpu_tests" "$out/run_overhead"
+# The test binaries link mlajit statically and look for the compiler helper next to
+# themselves; the installed library and CLI find theirs in prefix/lib.
+cp "$out/prefix/lib/mlajit-compiler-helper" "$out/"
 "$out/prefix/bin/mlajit" precompile --arch sm_90 --all-tiers --out "$out/cache" -q
 cp scripts/gpu-sitting.sh "$out/"
 du -sh "$out"
