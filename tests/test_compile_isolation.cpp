@@ -419,19 +419,40 @@ TEST_CASE("helpers are reused across compiles; NVRTC's errors keep them, failure
   CHECK(HelperPool::instance().idle_pids() == pids);
 }
 
-TEST_CASE("idle helpers past the idle limit are retired and reaped", "[isolation]") {
+TEST_CASE("idle helpers past the idle limit are retired and reaped without another compile",
+          "[isolation]") {
   if (!nvrtc_or_warn()) return;
   FakeHelper fake("ok");
-  HelperPool pool(4, std::chrono::milliseconds(0));
+  const int version = NvrtcCompiler::instance().version();
   const Deadline deadline = Clock::now() + std::chrono::seconds(30);
-  auto helper = pool.acquire(fake.options.helper_path, NvrtcCompiler::instance().version(), deadline);
-  const pid_t pid = helper->pid();
-  pool.release(std::move(helper));
-  CHECK(pool.idle_pids() == std::vector<pid_t>{pid});
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto next = pool.acquire(fake.options.helper_path, NvrtcCompiler::instance().version(), deadline);
-  CHECK(next->pid() != pid);
-  CHECK(reaped(pid));
+  {
+    HelperPool pool(4, std::chrono::milliseconds(200));
+    auto helper = pool.acquire(fake.options.helper_path, version, deadline);
+    const pid_t pid = helper->pid();
+    pool.release(std::move(helper));
+    CHECK(pool.idle_pids() == std::vector<pid_t>{pid});
+    const auto released = Clock::now();
+    while (!reaped(pid) && Clock::now() - released < std::chrono::seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(reaped(pid));
+    CHECK(Clock::now() - released >= std::chrono::milliseconds(200));
+    CHECK(pool.idle_count() == 0);
+    // The retiring thread ended with the last idle helper; a new one starts with the next.
+    auto again = pool.acquire(fake.options.helper_path, version, deadline);
+    CHECK(again->pid() != pid);
+    pool.release(std::move(again));
+    CHECK(pool.idle_count() == 1);
+  }
+  // A pool destroyed while a helper idles (the process exiting) stops its thread and reaps it.
+  pid_t idle_at_exit = 0;
+  {
+    HelperPool pool(4, std::chrono::hours(1));
+    auto helper = pool.acquire(fake.options.helper_path, version, deadline);
+    idle_at_exit = helper->pid();
+    pool.release(std::move(helper));
+  }
+  CHECK(reaped(idle_at_exit));
 }
 
 TEST_CASE("a cache hit starts no helper", "[isolation]") {

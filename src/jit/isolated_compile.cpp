@@ -90,7 +90,14 @@ CompileResult compile_isolated(const CompileRequest& request, CompileMode mode,
   // reported NVRTC's verdict serves the next compile.
   struct Release {
     std::unique_ptr<CompilerHelper>& helper;
-    ~Release() { HelperPool::instance().release(std::move(helper)); }
+    ~Release() {
+      try {
+        HelperPool::instance().release(std::move(helper));
+      } catch (const std::exception& error) {  // a destructor must not throw: retire it here
+        logger("mlajit.jit")->debug("compiler helper not pooled: {}", error.what());
+        helper.reset();
+      }
+    }
   } release{helper};
   return helper->compile(request, deadline, what, timeout_text(options));
 }
