@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,19 @@ void row(const char* what, const Stats& s, const char* unit = "ms") {
 
 Deadline in_a_minute() { return Clock::now() + std::chrono::minutes(1); }
 
+// "VmRSS 61 MiB (RssAnon 9 MiB, RssFile 52 MiB)" from /proc/<pid>/status.
+std::string memory_of(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string text;
+  for (std::string line; std::getline(status, line);) {
+    for (const char* field : {"VmRSS:", "RssAnon:", "RssFile:"}) {
+      if (line.rfind(field, 0) == 0) text += line.substr(0, line.find(':')) + " " +
+                                            std::to_string(std::atol(line.c_str() + std::strlen(field)) / 1024) + " MiB  ";
+    }
+  }
+  return text;
+}
+
 void time_program(const char* name, CompileRequest request, const std::string& helper, int repeat) {
   request.random_seed = 42;
   const int version = NvrtcCompiler::instance().version();
@@ -71,6 +86,8 @@ void time_program(const char* name, CompileRequest request, const std::string& h
   std::printf("  added by a fresh helper: %.1f ms; by a reused one: %.1f ms (medians)\n",
               stats(fresh_ms).median - stats(inline_ms).median,
               stats(reused_ms).median - stats(inline_ms).median);
+  std::printf("  the reused helper, idle after %d compiles: %s\n", repeat + 1,
+              memory_of(reused->pid()).c_str());
 }
 
 }  // namespace
