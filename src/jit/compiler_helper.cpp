@@ -78,6 +78,7 @@ std::unique_ptr<CompilerHelper> CompilerHelper::start(const std::string& path,
   }
   if (wait == Wait::kTimedOut) {
     helper->child_.kill_and_wait();
+    helper->drain_stderr();
     throw HelperUnavailable(fmt::format("{} (pid {}) did not say hello before the compile time "
                                         "limit and was killed{}",
                                         path, helper->pid(), helper->stderr_text()));

@@ -39,9 +39,8 @@ std::atomic<bool> warned_inline_fallback{false};
 // server that lacks the helper says so once and not once per kernel.
 CompileResult compile_here_instead(const CompileRequest& request, const std::string& what,
                                    const std::string& why) {
-  std::atomic<bool>& warned = warned_inline_fallback;
   auto log = logger("mlajit.jit");
-  if (!warned.exchange(true)) {
+  if (!warned_inline_fallback.exchange(true)) {
     log->warn("compiling in this process instead of a compiler helper ({}): a compiler crash or "
               "hang will take this process down. Install {} next to libmlajit.so or name it "
               "with MLAJIT_COMPILER_HELPER; MLAJIT_COMPILE_MODE=inline compiles here without "
