@@ -1,10 +1,12 @@
 # The compiler helper (helper/main.cpp): an executable the library starts for each compile
 # process (src/jit/compiler_helper.cpp) and finds next to itself (src/jit/helper_locator.cpp).
-#   build tree: build/mlajit-compiler-helper beside build/libmlajit.so, plus links in
-#               build/tests and build/tools, where the tests and the CLI (which link mlajit
-#               statically, so "next to the code" is their own folder) look for it
-#   install:    <libdir>/mlajit-compiler-helper beside libmlajit.so; the installed CLI in
-#               <bindir> looks in <bindir>/<relative path to libdir>
+#   build tree: build/mlajit-compiler-helper beside build/libmlajit.so (which the CLI loads),
+#               plus a link in build/tests, where the tests (which link mlajit statically, so
+#               "next to the code" is their own folder) look for it
+#   install:    beside libmlajit.so: <libdir>/mlajit-compiler-helper (cmake/Install.cmake), or
+#               mlajit/mlajit-compiler-helper in the Python wheel (cmake/WheelInstall.cmake); a
+#               program linking mlajit statically from <bindir> also looks in
+#               <bindir>/<relative path to libdir>
 # It is built with the same flags as everything else, sanitizers included: the sanitizer
 # CI stages run it instrumented (see helper/main.cpp for its sanitizer defaults).
 add_executable(mlajit_compiler_helper ${PROJECT_SOURCE_DIR}/helper/main.cpp)
@@ -23,16 +25,12 @@ if(MLAJIT_HELPER_FROM_BINDIR STREQUAL "")
 endif()
 target_compile_definitions(mlajit_objects PRIVATE MLAJIT_HELPER_FROM_BINDIR="${MLAJIT_HELPER_FROM_BINDIR}")
 
-foreach(folder tests tools)
-  file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/${folder})
-  file(CREATE_LINK ../mlajit-compiler-helper ${PROJECT_BINARY_DIR}/${folder}/mlajit-compiler-helper
-    SYMBOLIC)
-endforeach()
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+file(CREATE_LINK ../mlajit-compiler-helper ${PROJECT_BINARY_DIR}/tests/mlajit-compiler-helper
+  SYMBOLIC)
 if(TARGET mlajit_tests)
   add_dependencies(mlajit_tests mlajit_compiler_helper)
 endif()
 if(TARGET mlajit_cli)
   add_dependencies(mlajit_cli mlajit_compiler_helper)
 endif()
-
-install(TARGETS mlajit_compiler_helper RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR})

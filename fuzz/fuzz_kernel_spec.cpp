@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "jit/tile_config.h"
+#include "family/portable/portable_tiles.h"
 #include "mlajit/error.h"
 #include "mlajit/kernel_spec.h"
 
@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     violated("accepted a non-positive number", text);
   }
   try {
-    if (mlajit::jit::mla_shared_storage_bytes(spec, spec.tile) <= 0) {
+    if (mlajit::family::portable::shared_storage_bytes(spec, spec.tile) <= 0) {
       violated("non-positive shared storage", canonical);
     }
   } catch (const mlajit::Error& e) {

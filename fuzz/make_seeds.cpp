@@ -30,7 +30,8 @@ void write_text(const fs::path& dir, const std::string& name, const std::string&
 void cache_entry_seeds(const fs::path& dir) {
   const std::vector<uint8_t> small = mlajit::jit::encode_cache_entry(
       {"spec=grid_barrier_demo;q=bf16\nnvrtc=13000\n", {0x7f, 'E', 'L', 'F', 2, 1, 1, 0},
-       "spec=grid_barrier_demo\nlowered_name=_Z4demo\nthreads=256\nsmem=0\n"});
+       "spec=grid_barrier_demo\nlowered_name=_Z4demo\nthreads=256\nsmem=0\ncluster=1x1x1\n"
+       "cooperative=1\n"});
   write(dir, "valid_small", small);
   write(dir, "valid_empty_fields", mlajit::jit::encode_cache_entry({"", {}, ""}));
   std::vector<uint8_t> payload(300);
@@ -57,6 +58,9 @@ void spec_seeds(const fs::path& dir) {
   spec.tile.qk_shard = false;
   spec.arch = "sm_90a";
   write_text(dir, "mla_f16_256", spec.text());
+  spec.q_dtype = spec.o_dtype = mlajit::DType::kBFloat16;
+  spec.kv_dtype = mlajit::DType::kFloat8E4M3;
+  write_text(dir, "mla_fp8_kv", spec.text());
   mlajit::KernelSpec demo;
   demo.family = "grid_barrier_demo";
   demo.arch = "compute_80";
@@ -64,7 +68,7 @@ void spec_seeds(const fs::path& dir) {
   write_text(dir, "reordered",
              "spin;arch=sm_100f;q_tile=64;qk_shard=1;kv_tile=64;stages=2;causal=0;kpe=64;ckv=512;"
              "o=bf16;kv=bf16;q=bf16");
-  write_text(dir, "missing_field", "mla_fa2;q=bf16;kv=bf16");
+  write_text(dir, "missing_field", "portable;q=bf16;kv=bf16");
 }
 
 // The planner harness's format: see fuzz_planner.cpp.

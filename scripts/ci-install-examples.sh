@@ -3,8 +3,11 @@
 #   1. configure + build (reusing BUILD_DIR / $1 when given) and `cmake --install` to a temp prefix
 #   2. build examples/cpp_decode (find_package) and examples/c_decode (pkg-config) against that
 #      prefix only, and run them (without a GPU they print why and exit 0)
-#   3. `nm -D --defined-only` of the installed library shows only mlajit symbols
-#   4. `ldd` of it shows no fmt/spdlog/CUDA/NVRTC library
+#   3. `nm -D --defined-only` of the installed library shows only mlajit symbols, the public
+#      API the CLI is built on among them; the library holds no CLI-only code (the reference,
+#      checks and bench live in tools/check, linked into the CLI)
+#   4. `ldd` of it shows no fmt/spdlog/CUDA/NVRTC library; the installed CLI loads the
+#      installed library (RPATH), the CLI being a client of the shared library
 #   5. the installed library and the installed CLI find the installed compiler helper
 #      (<libdir>/mlajit-compiler-helper) and compile through it (MLAJIT_COMPILE_MODE=process)
 # Usage: scripts/ci-install-examples.sh [BUILD_DIR]   (default: $BUILD_DIR or build)
@@ -53,17 +56,38 @@ if [[ -s $work/foreign.txt ]]; then
   fail "libmlajit.so exports $(wc -l < "$work/foreign.txt") symbol(s) that are not mlajit's"
 fi
 grep -q '^mlajit_attention_run' "$work/symbols.txt" || fail "mlajit_attention_run is not exported"
-grep -q '^mlajit::BatchMlaAttention::run' "$work/demangled.txt" ||
-  fail "mlajit::BatchMlaAttention::run is not exported"
-if grep -E 'mlajit::(jit|driver|plan|capi|detail)::' "$work/demangled.txt" >&2; then
+# The C++ API, the parts the CLI uses beside BatchMlaAttention included (docs/API.md).
+for symbol in 'mlajit::BatchMlaAttention::run' 'mlajit::fleet_matrix(' \
+              'mlajit::KernelCache::KernelCache(' 'mlajit::KernelCache::list(' \
+              'mlajit::KernelCache::prune(' 'mlajit::KernelCache::precompile(' \
+              'mlajit::CacheSettings::from_environment(' 'mlajit::compiler_info(' \
+              'mlajit::driver_version(' 'mlajit::time_launches(' 'mlajit::device_memset(' \
+              'mlajit::copy_device_to_device(' 'mlajit::device_summary('; do
+  grep -qF "$symbol" "$work/demangled.txt" || fail "$symbol is not exported"
+done
+if grep -E 'mlajit::(jit|driver|plan|capi|family|detail)::' "$work/demangled.txt" >&2; then
   fail "internal mlajit namespaces are exported"
 fi
 echo "$(wc -l < "$work/symbols.txt") symbols, all mlajit's"
+# The full symbol table (local symbols too) of the unstripped install: it has the internal
+# layers, and none of the verification and benchmark code that only the CLI and tests use.
+nm -C "$lib" > "$work/all_symbols.txt"
+grep -q 'mlajit::jit::KernelRegistry' "$work/all_symbols.txt" ||
+  fail "the installed library has no symbol table to check (stripped?)"
+if grep -E 'mlajit::(mla_reference|run_mla_check|make_device_problem|MlaBench|ragged_bench_shape)' \
+     "$work/all_symbols.txt" >&2; then
+  fail "libmlajit.so carries CLI-only code (tools/check belongs in the CLI and the tests)"
+fi
 
 step "shared-library dependencies"
 ldd "$lib" | tee "$work/ldd.txt"
 if grep -Ei 'fmt|spdlog|libcuda|nvrtc|cudart' "$work/ldd.txt" >&2; then
   fail "libmlajit.so links a library it must load at run time or not at all"
+fi
+cli_lib=$(ldd "$prefix/bin/mlajit" | awk '/libmlajit\.so/ { print $3 }')
+if [[ -z $cli_lib || $(realpath "$cli_lib") != "$lib" ]]; then
+  ldd "$prefix/bin/mlajit" >&2
+  fail "the installed CLI does not load the installed libmlajit.so (found: ${cli_lib:-none})"
 fi
 
 export PKG_CONFIG_PATH=$libdir/pkgconfig

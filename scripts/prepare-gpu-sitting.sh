@@ -3,6 +3,9 @@
 # (default carry/gpu, git-ignored): the installed library and CLI, the GPU tests, the overhead
 # probe, both examples, a cache precompiled for sm_90 (every tier) and scripts/gpu-sitting.sh.
 # Then, with the device tool: run `bash carry/gpu/gpu-sitting.sh` with carry ["carry/gpu"].
+# The installed CLI loads prefix/lib/libmlajit.so (its RPATH), which compiles in
+# prefix/lib/mlajit-compiler-helper; the GPU tests carry the check library (tools/check) and the
+# library's objects statically, and a copy of the helper beside them: nothing else is needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-carry/gpu}

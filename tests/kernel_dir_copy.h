@@ -3,6 +3,7 @@
 // environment variable set for one scope (restored even when a check throws).
 #include <stdlib.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -41,7 +42,9 @@ class KernelDirCopy {
   }
   const std::string& path() const { return dir_.path(); }
   std::string sub(const std::string& name) const { return dir_.sub(name); }
+  // `name` is a path below the kernel folder ("common/ptx_mma.cuh"); folders are created.
   void write(const std::string& name, const std::string& contents) const {
+    std::filesystem::create_directories(std::filesystem::path(sub(name)).parent_path());
     std::ofstream(sub(name), std::ios::binary) << contents;
   }
 

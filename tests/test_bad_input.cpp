@@ -118,14 +118,6 @@ void add_shape_cases(std::vector<BadInput>& cases) {
   shape_case("num_heads = 0", "num_heads", inv, [](auto& s) { s.num_heads = 0; });
   shape_case("num_heads = -1", "num_heads", inv, [](auto& s) { s.num_heads = -1; });
   shape_case("num_heads = 129", "num_heads", inv, [](auto& s) { s.num_heads = 129; });
-  shape_case("head dims (576, 64)", "head dims", ErrorCode::kUnsupported,
-             [](auto& s) { s.head_dim_ckv = 576; });
-  shape_case("head dims (512, 32) (mixed models)", "head dims", ErrorCode::kUnsupported,
-             [](auto& s) { s.head_dim_kpe = 32; });
-  shape_case("head dims (0, 0)", "head dims", ErrorCode::kUnsupported, [](auto& s) {
-    s.head_dim_ckv = 0;
-    s.head_dim_kpe = 0;
-  });
   shape_case("page_size = 0", "page_size", inv, [](auto& s) { s.page_size = 0; });
   shape_case("page_size = -64", "page_size", inv, [](auto& s) { s.page_size = -64; });
   shape_case("page_size = 2^20 + 1", "page_size", inv, [](auto& s) { s.page_size = (1 << 20) + 1; });
@@ -133,6 +125,42 @@ void add_shape_cases(std::vector<BadInput>& cases) {
              [](auto& s) { s.page_size = std::numeric_limits<int>::max(); });
   shape_case("dtype = 7 (not an enumerator)", "dtype", inv,
              [](auto& s) { s.dtype = static_cast<mlajit::DType>(7); });
+  shape_case("kv_dtype = 7 (not an enumerator)", "kv_dtype", inv,
+             [](auto& s) { s.kv_dtype = static_cast<mlajit::DType>(7); });
+  shape_case("dtype = e4m3 (queries and output in FP8)", "dtype=e4m3", ErrorCode::kUnsupported,
+             [](auto& s) { s.dtype = mlajit::DType::kFloat8E4M3; });
+}
+
+// What no family (or the asked one) computes: refused before a device is looked at.
+void add_family_cases(std::vector<BadInput>& cases) {
+  auto family_case = [&](std::string what, std::string names, ErrorCode code,
+                         std::function<void(mlajit::MlaShape&, mlajit::MlaOptions&)> edit) {
+    cases.push_back({"validate_shape_and_options (BatchMlaAttention ctor, tile_for)",
+                     std::move(what), std::move(names), code, [edit] {
+                       mlajit::MlaShape s = good_shape();
+                       mlajit::MlaOptions o;
+                       edit(s, o);
+                       mlajit::validate_shape_and_options(s, o);
+                     }});
+  };
+  const auto unsupported = ErrorCode::kUnsupported;
+  family_case("head dims (576, 64)", "head dims", unsupported,
+              [](auto& s, auto&) { s.head_dim_ckv = 576; });
+  family_case("head dims (512, 32) (mixed models)", "head dims", unsupported,
+              [](auto& s, auto&) { s.head_dim_kpe = 32; });
+  family_case("head dims (0, 0)", "head dims", unsupported, [](auto& s, auto&) {
+    s.head_dim_ckv = 0;
+    s.head_dim_kpe = 0;
+  });
+  family_case("kv_dtype = e4m3 (FP8 KV cache)", "no FP8 KV path yet", unsupported,
+              [](auto& s, auto&) { s.kv_dtype = mlajit::DType::kFloat8E4M3; });
+  family_case("kv_dtype = f16 with dtype = bf16", "one dtype for Q, KV and O", unsupported,
+              [](auto& s, auto&) { s.kv_dtype = mlajit::DType::kFloat16; });
+  family_case("kernel = \"portable\", head dims (576, 64)", "portable family", unsupported,
+              [](auto& s, auto& o) {
+                o.kernel = "portable";
+                s.head_dim_ckv = 576;
+              });
 }
 
 void add_options_cases(std::vector<BadInput>& cases) {
@@ -156,6 +184,9 @@ void add_options_cases(std::vector<BadInput>& cases) {
                [](auto& o) { o.compile_mode = static_cast<mlajit::CompileMode>(4); });
   options_case("compile_mode = -1", "compile_mode",
                [](auto& o) { o.compile_mode = static_cast<mlajit::CompileMode>(-1); });
+  options_case("kernel = \"hoppr\" (no such family)", "'hoppr'",
+               [](auto& o) { o.kernel = "hoppr"; });
+  options_case("kernel = \"\"", "auto, hopper, portable", [](auto& o) { o.kernel = ""; });
 }
 
 void add_pointer_cases(std::vector<BadInput>& cases) {
@@ -234,6 +265,15 @@ void add_stride_cases(std::vector<BadInput>& cases) {
             [](auto& a) { a.ckv_stride_token = int64_t{1} << 62; });
   args_case("kpe_stride_page = INT64_MAX", "kpe_stride_page",
             [huge](auto& a) { a.kpe_stride_page = huge; });
+  // Strides count elements of each operand's own type: 16 bytes are 16 elements of e4m3.
+  cases.push_back({"validate_run_args (run)", "e4m3 KV: ckv_stride_token = 520 (8 elements)",
+                   "multiple of 16 elements", ErrorCode::kInvalidArgument, [] {
+                     mlajit::MlaShape shape = good_shape();
+                     shape.kv_dtype = mlajit::DType::kFloat8E4M3;
+                     mlajit::MlaRunArgs a = good_args(shape);
+                     a.ckv_stride_token = 520;
+                     mlajit::validate_run_args(shape, a, kPlannedTokens);
+                   }});
 }
 
 void add_kv_indices_cases(std::vector<BadInput>& cases) {
@@ -359,6 +399,7 @@ const std::vector<BadInput>& all_bad_inputs() {
   static const std::vector<BadInput> cases = [] {
     std::vector<BadInput> c;
     add_shape_cases(c);
+    add_family_cases(c);
     add_options_cases(c);
     add_pointer_cases(c);
     add_stride_cases(c);
@@ -400,6 +441,7 @@ TEST_CASE("the well-formed inputs the bad-input cases start from are accepted", 
   GoodBatch g;
   REQUIRE_NOTHROW(mlajit::validate_shape(good_shape()));
   REQUIRE_NOTHROW(mlajit::validate_options(mlajit::MlaOptions{}));
+  REQUIRE_NOTHROW(mlajit::validate_shape_and_options(good_shape(), mlajit::MlaOptions{}));
   REQUIRE_NOTHROW(mlajit::validate_run_args(good_shape(), good_args(good_shape()), kPlannedTokens));
   REQUIRE_NOTHROW(mlajit::validate_kv_indices(g.batch()));
   REQUIRE_NOTHROW(mlajit::plan::make_plan(g.plan_input()));
@@ -413,6 +455,9 @@ TEST_CASE("the well-formed inputs the bad-input cases start from are accepted", 
   minicpm.dtype = mlajit::DType::kFloat16;
   REQUIRE_NOTHROW(mlajit::validate_shape(minicpm));
   REQUIRE_NOTHROW(mlajit::validate_run_args(minicpm, good_args(minicpm), kPlannedTokens));
+  mlajit::MlaOptions portable;
+  portable.kernel = "portable";
+  REQUIRE_NOTHROW(mlajit::validate_shape_and_options(minicpm, portable));
 }
 
 TEST_CASE("every bad input is refused with its error code and a message naming the argument",

@@ -166,9 +166,9 @@ TEST_CASE("a plan-info struct from the 0.1.0 header is filled without its append
                                     ", or " + std::to_string(first_layout) + " from an older"));
 }
 
-TEST_CASE("options from the 0.1.1 header are read without compile_mode, which is checked") {
-  // The 0.1.1 struct ended where `reserved` starts, padded to 8 bytes: compile_mode lies past
-  // every byte such a program's struct_size covers, so it cannot be read from its padding.
+TEST_CASE("options from older headers are read without compile_mode, which is checked") {
+  // The 0.1.1 struct ended at validate_kv_indices, padded to 8 bytes: `kernel` (a pointer)
+  // starts past that padding, so neither it nor compile_mode can be read from those bytes.
   struct options_0_1_1 {
     size_t struct_size;
     int32_t device, force_tier, cluster_size, force_two_launch;
@@ -176,7 +176,7 @@ TEST_CASE("options from the 0.1.1 header are read without compile_mode, which is
     uint64_t workspace_bytes;
     int32_t validate_kv_indices;
   };
-  STATIC_REQUIRE(offsetof(mlajit_options, compile_mode) == sizeof(options_0_1_1));
+  STATIC_REQUIRE(offsetof(mlajit_options, kernel) == sizeof(options_0_1_1));
   mlajit_options options;
   mlajit_options_init(&options);
   CHECK(options.struct_size == sizeof(mlajit_options));
@@ -200,6 +200,13 @@ TEST_CASE("options from the 0.1.1 header are read without compile_mode, which is
   CHECK(read.device == 3);
   CHECK(read.validate_kv_indices);
   CHECK(read.compile_mode == mlajit::CompileMode::kDefault);
+  // A program built before compile_mode was appended (kernel was the last field) passes its
+  // kernel and gets the default mode, whatever lies past its struct.
+  old.struct_size = offsetof(mlajit_options, compile_mode);
+  old.kernel = "portable";
+  const mlajit::MlaOptions read_kernel = mlajit::capi::to_options(&old);
+  CHECK(read_kernel.kernel == "portable");
+  CHECK(read_kernel.compile_mode == mlajit::CompileMode::kDefault);
   old.struct_size = sizeof(options_0_1_1) - 4;
   CHECK_THROWS_WITH(mlajit::capi::to_options(&old),
                     Catch::Contains("options->struct_size=" + std::to_string(sizeof(options_0_1_1) - 4) +
@@ -246,6 +253,94 @@ TEST_CASE("an invalid shape is reported before the GPU is touched") {
   CHECK(attention == nullptr);
 }
 
+TEST_CASE("a shape and options from the 0.1 header are read without their appended fields") {
+  mlajit_attention_t* attention = nullptr;
+  // Garbage beyond an old caller's struct must never be read: the kernel pointer below would
+  // crash, the kv_dtype would be refused.
+  mlajit_shape shape = deepseek_shape();
+  shape.struct_size = offsetof(mlajit_shape, kv_dtype);
+  shape.kv_dtype = static_cast<mlajit_dtype>(99);
+  shape.num_heads = 0;
+  mlajit_options options;
+  mlajit_options_init(&options);
+  options.struct_size = offsetof(mlajit_options, kernel);
+  options.kernel = reinterpret_cast<const char*>(0x1);
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("num_heads=0") != std::string::npos);
+  shape.struct_size = offsetof(mlajit_shape, kv_dtype) - 4;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("from an older mlajit.h") != std::string::npos);
+  // The current layout reads them.
+  shape = deepseek_shape();
+  CHECK(shape.kv_dtype == MLAJIT_KV_DTYPE_SAME);
+  shape.kv_dtype = static_cast<mlajit_dtype>(99);
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("shape->kv_dtype=99") != std::string::npos);
+  CHECK(attention == nullptr);
+}
+
+TEST_CASE("an unknown kernel family or one that cannot serve the shape fails create, saying why") {
+  mlajit_attention_t* attention = nullptr;
+  mlajit_shape shape = deepseek_shape();
+  mlajit_options options;
+  mlajit_options_init(&options);
+  CHECK(options.kernel == nullptr);  // auto
+  options.kernel = "hoppr";
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("'hoppr'") != std::string::npos);
+  CHECK(last_error().find("auto, hopper, portable") != std::string::npos);
+  options.kernel = "portable";
+  shape.kv_dtype = MLAJIT_FLOAT8_E4M3;
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("no FP8 KV path yet") != std::string::npos);
+  options.kernel = "auto";
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("no kernel family computes this shape") != std::string::npos);
+  shape = deepseek_shape();
+  shape.dtype = MLAJIT_FLOAT8_E4M3;
+  CHECK(mlajit_attention_create(&shape, nullptr, &attention) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("dtype=e4m3") != std::string::npos);
+  CHECK(attention == nullptr);
+}
+
+TEST_CASE("the kernel families are listed through the C ABI") {
+  int count = 0;
+  REQUIRE(mlajit_kernel_family_count(&count) == MLAJIT_OK);
+  REQUIRE(count == static_cast<int>(mlajit::kernel_families().size()));
+  mlajit_kernel_family_info info;
+  info.struct_size = sizeof(info);
+  REQUIRE(mlajit_kernel_family_get(0, &info) == MLAJIT_OK);
+  CHECK(std::string(info.name) == "hopper");
+  CHECK(std::string(info.head_dims) == "512/64");
+  CHECK(std::string(info.archs) == "sm_90");
+  REQUIRE(mlajit_kernel_family_get(1, &info) == MLAJIT_OK);
+  CHECK(std::string(info.name) == "portable");
+  CHECK(std::string(info.head_dims) == "512/64,256/32");
+  CHECK(std::string(info.archs).find("sm_80,") == 0);
+  CHECK(std::string(info.summary).size() > 10);
+  CHECK(mlajit_kernel_family_get(count, &info) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("index=" + std::to_string(count)) != std::string::npos);
+  CHECK(mlajit_kernel_family_get(-1, &info) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(mlajit_kernel_family_count(nullptr) == MLAJIT_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("the tile info names the family, and its 0.1 layout is filled without it") {
+  mlajit_shape shape = deepseek_shape();
+  mlajit_tile_info tile;
+  tile.struct_size = sizeof(tile);
+  REQUIRE(mlajit_tile_for_arch("sm_90", &shape, &tile) == MLAJIT_OK);
+  CHECK(std::string(tile.family) == "hopper");
+  shape.num_heads = 16;  // auto leaves 16 heads to the portable family
+  REQUIRE(mlajit_tile_for_arch("sm_90", &shape, &tile) == MLAJIT_OK);
+  CHECK(std::string(tile.family) == "portable");
+  mlajit_tile_info old;
+  std::memset(&old, 0x5a, sizeof(old));
+  old.struct_size = offsetof(mlajit_tile_info, family);
+  REQUIRE(mlajit_tile_for_arch("sm_90", &shape, &old) == MLAJIT_OK);
+  CHECK(std::string(old.spec_text) == tile.spec_text);
+  CHECK(old.family[0] == 0x5a);  // untouched
+}
+
 TEST_CASE("without a CUDA driver, creating an attention object says why") {
   if (mlajit_driver_available()) {
     WARN("a CUDA driver is present: the no-driver path is not exercised here");
@@ -287,10 +382,12 @@ TEST_CASE("a success clears the thread's last error") {
 
 TEST_CASE("the tile for an arch matches what the C++ API chooses") {
   mlajit_shape shape = deepseek_shape();
+  shape.num_heads = 16;  // a portable-family shape on every arch: its tiers are compared
   mlajit_tile_info tile;
   tile.struct_size = sizeof(tile);
   REQUIRE(mlajit_tile_for_arch("sm_90", &shape, &tile) == MLAJIT_OK);
   mlajit::MlaShape cpp_shape;
+  cpp_shape.num_heads = 16;
   const mlajit::TileChoice expected = mlajit::tile_for_arch("sm_90", cpp_shape);
   CHECK(tile.tier == expected.tier);
   CHECK(tile.num_stages == expected.tile.num_stages);
@@ -343,7 +440,7 @@ TEST_CASE("the cache statistics are readable without a GPU, also through the 0.1
 TEST_CASE("an invalid spec text fails to precompile with a message naming the field") {
   mlajit_precompile_result result;
   result.struct_size = sizeof(result);
-  CHECK(mlajit_precompile("mla_fa2;q=bf32", &result) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(mlajit_precompile("portable;q=bf32", &result) == MLAJIT_ERROR_INVALID_ARGUMENT);
   CHECK_FALSE(last_error().empty());
   CHECK(last_error().find("bf32") != std::string::npos);
   CHECK(mlajit_precompile("not a spec", nullptr) == MLAJIT_ERROR_INVALID_ARGUMENT);

@@ -16,14 +16,20 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "temp_dir.h"
+#include "family/family_registry.h"
+#include "family/fleet_matrix.h"
+#include "family/portable/portable_tiles.h"
+#include "jit/codegen.h"
+#include "jit/device_profiles.h"
 #include "jit/disk_cache.h"
-#include "jit/fleet_matrix.h"
-#include "jit/tile_config.h"
+#include "jit/kernel_registry.h"
 #include "mlajit/error.h"
 #include "mlajit/kernel_spec.h"
+#include "mlajit/runtime.h"
 #include "tools/json_writer.h"
 
 namespace fs = std::filesystem;
@@ -208,17 +214,18 @@ struct CliRun {
   std::string out, err;
 };
 
-// Runs the CLI with the user cache in `cache_dir` and no shipped layers, budget or no-JIT
-// switch from the calling environment.
-CliRun run_cli(const std::string& args, const std::string& cache_dir) {
+// Runs the CLI with the user cache in `cache_dir` and no shipped layers, budget, no-JIT switch
+// or compile mode from the calling environment; `env` ("NAME=value ...") is added to it.
+CliRun run_cli(const std::string& args, const std::string& cache_dir, const std::string& env = "") {
   static TempDir io("mlajit-cli-test");
   static int counter = 0;
   const std::string out = io.sub("out" + std::to_string(counter)),
                     err = io.sub("err" + std::to_string(counter));
   ++counter;
   const std::string command =
-      "env -u MLAJIT_CACHE_PATH -u MLAJIT_NO_JIT -u MLAJIT_CACHE_MAX_BYTES MLAJIT_CACHE_DIR=" +
-      shell_quote(cache_dir) + " " + shell_quote(cli_path()) + " " + args + " >" +
+      "env -u MLAJIT_CACHE_PATH -u MLAJIT_NO_JIT -u MLAJIT_CACHE_MAX_BYTES -u MLAJIT_COMPILE_MODE "
+      "-u MLAJIT_COMPILER_HELPER MLAJIT_CACHE_DIR=" +
+      shell_quote(cache_dir) + " " + env + " " + shell_quote(cli_path()) + " " + args + " >" +
       shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
   const int status = std::system(command.c_str());
   CliRun run;
@@ -274,7 +281,8 @@ void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
   mlajit::jit::CacheOptions options;
   options.user_dir = dir;
   mlajit::jit::DiskCache cache(options);
-  const std::vector<std::string> archs{"sm_80", "sm_90", "sm_100", "sm_120"};
+  // sm_90a: an arch-specific target, as a Hopper-only family's specs carry.
+  const std::vector<std::string> archs{"sm_80", "sm_90a", "sm_100", "sm_120"};
   for (int i = 0; i < count; ++i) {
     KernelSpec spec = spec_for(archs[i % archs.size()], i % 2 == 1);
     spec.head_dim_ckv = i / 4 % 2 ? 256 : 512;
@@ -302,28 +310,47 @@ void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
 
 // ---------------------------------------------------------------- fleet matrix, JSON writer
 
-TEST_CASE("the default fleet matrix is every profiled arch x 2 dtypes x 2 head dims x causal") {
-  using namespace mlajit::jit;
+TEST_CASE("the default fleet matrix is every family's rows on every profiled arch it runs on") {
+  using namespace mlajit::family;
   const auto specs = fleet_matrix(FleetMatrixOptions{});
-  CHECK(specs.size() == device_profiles().size() * 2 * 2 * 2);
+  // portable: every profiled arch x 2 dtypes x 2 head dims x causal; hopper: sm_90a x 2 dtypes
+  // x causal (512/64 only).
+  const size_t portable_rows = mlajit::jit::device_profiles().size() * 2 * 2 * 2;
+  CHECK(specs.size() == portable_rows + 4);
   std::set<std::string> texts;
+  size_t hopper_rows = 0;
   for (const auto& spec : specs) {
     texts.insert(spec.text());
-    const DeviceProfile& profile = device_profile(spec.arch);
     INFO(spec.text());
-    CHECK(spec.tile == select_tile_config(spec, profile.smem_per_sm, profile.smem_per_block_optin));
+    if (spec.family == "hopper") {
+      ++hopper_rows;
+      CHECK(spec.arch == "sm_90a");
+    } else {
+      CHECK(spec.family == "portable");
+      CHECK(spec.tile == portable::select_tile_config(spec, profile_target(spec.arch)));
+    }
     CHECK(spec.q_dtype == spec.kv_dtype);
     CHECK(spec.kv_dtype == spec.o_dtype);
   }
+  CHECK(hopper_rows == 4);
   CHECK(texts.size() == specs.size());  // no duplicates
+  FleetMatrixOptions portable_only;
+  portable_only.kernel = "portable";
+  CHECK(fleet_matrix(portable_only).size() == portable_rows);
+  FleetMatrixOptions hopper_only;
+  hopper_only.kernel = "hopper";
+  CHECK(fleet_matrix(hopper_only).size() == 4);
 }
 
 TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects unknown ones") {
-  using namespace mlajit::jit;
+  using namespace mlajit::family;
   FleetMatrixOptions options;
   options.archs = {"sm_90", "90", "sm_90a"};
   options.dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
+  // hopper's rows are sm_90a whatever the 9.0 arch asked: 2 specs, however many times asked.
+  CHECK(fleet_matrix(options).size() == 6);
+  options.kernel = "portable";
   const auto specs = fleet_matrix(options);
   REQUIRE(specs.size() == 4);  // sm_90 and sm_90a, causal 0/1; "90" is sm_90 again
   CHECK(specs[0].arch == "sm_90");
@@ -332,15 +359,23 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   CHECK(specs[1].causal);
   options.archs = {"sm_999"};
   CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
+  options.archs = {"sm_90"};
+  options.kernel = "hoppr";
+  CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("auto, hopper, portable"));
+  options.kernel = "auto";
+  options.dtypes = {DType::kFloat8E4M3};  // no family has an FP8 row
+  CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("the precompile matrix is empty"));
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
   CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
 }
 
 TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix holds") {
-  using namespace mlajit::jit;
+  using namespace mlajit::family;
+  using portable::tier_of;
   FleetMatrixOptions options;
   options.archs = {"sm_90"};
+  options.kernel = "portable";  // the tiers are the portable family's
   options.dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
   options.causal = {false};
@@ -351,11 +386,23 @@ TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix 
   REQUIRE(tiers.size() == 3);  // sm_90 fits all three
   CHECK(tier_of(tiers[0].tile) == 1);
   options.all_tiers = false;
-  const DeviceProfile& small = device_profile("sm_89");
+  const DeviceTarget small = profile_target("sm_89");
   options.smem = SmemOverride{small.smem_per_sm, small.smem_per_block_optin};
   CHECK(tier_of(fleet_matrix(options)[0].tile) == 3);
+  // Limits no tier fits: the rows are skipped, and the empty matrix says why.
+  options.kernel = "auto";
   options.smem = SmemOverride{4096, 4096};
-  CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
+  CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("no MLA tile config fits"));
+  // A family asked for by name that cannot build an asked row says so, naming the row.
+  options.kernel = "portable";
+  try {
+    fleet_matrix(options);
+    FAIL("an impossible row was built");
+  } catch (const mlajit::Error& error) {
+    CHECK(error.code() == mlajit::ErrorCode::kUnsupported);
+    CHECK_THAT(error.what(), Catch::Contains("kernel family 'portable' cannot build bf16 512/64 "
+                                             "for sm_90"));
+  }
 }
 
 TEST_CASE("the JSON writer escapes strings and keeps arrays of objects on the key's line") {
@@ -382,6 +429,27 @@ TEST_CASE("the JSON writer escapes strings and keeps arrays of objects on the ke
 }
 
 // ---------------------------------------------------------------- the CLI: usage
+
+TEST_CASE("the CLI is a client of libmlajit.so: it links the shared library, no internals") {
+  REQUIRE_CLI_BUILT();
+  TempDir out;
+  auto run = [&](const std::string& command) {
+    const std::string file = out.sub("output");
+    REQUIRE(std::system((command + " > " + shell_quote(file) + " 2>&1").c_str()) == 0);
+    return read_file(file);
+  };
+  const std::string libraries = run("ldd " + shell_quote(cli_path()));
+  INFO(libraries);
+  CHECK(libraries.find("libmlajit.so") != std::string::npos);
+  // Its own symbols: the CLI, the check library and what they instantiate; none of the
+  // library's internal layers (they would mean a second copy of the library's state).
+  const std::string symbols = run("nm -C --defined-only " + shell_quote(cli_path()));
+  for (const char* layer : {"mlajit::jit::", "mlajit::driver::", "mlajit::family::",
+                            "mlajit::plan::", "mlajit::capi::", "mlajit::BatchMlaAttention::"}) {
+    INFO(layer);
+    CHECK(symbols.find(layer) == std::string::npos);
+  }
+}
 
 TEST_CASE("every command's --help exits 0 and names the command") {
   REQUIRE_CLI_BUILT();
@@ -422,6 +490,10 @@ TEST_CASE("bad options exit 2 with a one-line reason") {
       {"precompile --profile . --dry-run", "'.'"},
       {"bench --shape 128,64", "128,64"},
       {"bench --tier 4", "tier"},
+      // An unknown kernel family lists the known ones, before a GPU is looked for.
+      {"precompile --kernel hoppr --dry-run", "auto, hopper, portable"},
+      {"verify --kernel hoppr", "auto, hopper, portable"},
+      {"bench --kernel mla_fa2", "auto, hopper, portable"},
   };
   for (const auto& [args, mentioned] : cases) {
     const CliRun run = run_cli(args, cache.path());
@@ -440,7 +512,7 @@ TEST_CASE("precompile --dry-run lists the default matrix without compiling") {
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const JsonValue report = parse_json(run.out);
-  const auto expected = mlajit::jit::fleet_matrix(mlajit::jit::FleetMatrixOptions{});
+  const auto expected = mlajit::family::fleet_matrix(mlajit::family::FleetMatrixOptions{});
   REQUIRE(report["matrix"].items.size() == expected.size());
   CHECK(report["specs"].number == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) CHECK(report["matrix"].items[i].text == expected[i].text());
@@ -486,7 +558,8 @@ TEST_CASE("list --json agrees with the entry files on disk") {
   CHECK(direct.exit_code == 0);
   CHECK(direct.out.find("6 entries") != std::string::npos);
   CHECK(direct.out.find("1 do not verify") != std::string::npos);
-  CHECK(direct.out.find("arch=sm_90") != std::string::npos);
+  CHECK(direct.out.find(";arch=sm_90a ") != std::string::npos);  // spec column
+  CHECK(direct.out.find(" sm_90a ") != std::string::npos);       // arch column
   const CliRun empty = run_cli("list", elsewhere.path());
   CHECK(empty.exit_code == 0);
   CHECK(empty.out.find("0 entries") != std::string::npos);
@@ -583,13 +656,136 @@ TEST_CASE("verify and bench without a GPU exit 1 and say why") {
   }
 }
 
+// ---------------------------------------------------------------- the CLI: bench's shapes
+
+namespace {
+
+const JsonValue* find_shape(const JsonValue& shapes, int heads, int batch, double kv_len, int page,
+                            int q_len, const std::string& variant) {
+  for (const auto& shape : shapes.items) {
+    const bool kv = kv_len < 0 ? shape["kv_len"].kind == JsonValue::kString
+                               : shape["kv_len"].kind == JsonValue::kNumber &&
+                                     shape["kv_len"].number == kv_len;
+    if (shape["heads"].number == heads && shape["batch"].number == batch && kv &&
+        shape["page"].number == page && shape["q_len"].number == q_len &&
+        shape["variant"].text == variant) {
+      return &shape;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("bench --dry-run lists the default shapes with the newest peer timings, without a GPU") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache("mlajit-cli-test");
+  const CliRun run = run_cli("bench --dry-run --json", cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue shapes = parse_json(run.out)["shapes"];
+  // The 26 rows of baseline.md's "Re-measured 2026-12-01" table, then the 8 shapes of the
+  // 2026-11-29 tables it did not re-measure (no peer timings).
+  REQUIRE(shapes.items.size() == 34);
+  size_t with_peers = 0;
+  for (const auto& shape : shapes.items) with_peers += shape["fa2_us"].kind == JsonValue::kNumber;
+  CHECK(with_peers == 26);
+  const JsonValue* decode = find_shape(shapes, 128, 64, 4096, 64, 1, "");
+  REQUIRE(decode);
+  CHECK((*decode)["fa2_us"].number == Approx(278.75));
+  CHECK((*decode)["fa3_us"].number == Approx(129.18));
+  CHECK((*decode)["flashmla_us"].number == Approx(114.21));
+  const JsonValue* page1 = find_shape(shapes, 128, 64, 4096, 1, 1, "");
+  REQUIRE(page1);
+  CHECK((*page1)["fa2_us"].number == Approx(301.90));
+  CHECK((*page1)["flashmla_us"].kind == JsonValue::kNull);  // FlashMLA: page size 64 only
+  const JsonValue* causal = find_shape(shapes, 128, 16, 16384, 64, 4, "causal");
+  REQUIRE(causal);
+  CHECK((*causal)["causal"].boolean);
+  CHECK((*causal)["flashmla_us"].number == Approx(398.16));
+  const JsonValue* ragged = find_shape(shapes, 128, 64, -1, 64, 1, "ragged U[1,8192]");
+  REQUIRE(ragged);
+  CHECK((*ragged)["fa2_us"].number == Approx(430.86));
+  // Kept from the older tables, compared with nothing now.
+  for (const auto& [heads, batch, kv_len, page, variant] :
+       std::vector<std::tuple<int, int, int, int, std::string>>{
+           {16, 128, 4096, 1, ""}, {128, 64, 4096, 64, "fp16"}, {16, 128, 16384, 64, "tier3"}}) {
+    const JsonValue* old = find_shape(shapes, heads, batch, kv_len, page, 1, variant);
+    INFO(heads << "," << batch << "," << kv_len << "," << page << " " << variant);
+    REQUIRE(old);
+    CHECK((*old)["fa2_us"].kind == JsonValue::kNull);
+  }
+  const CliRun text = run_cli("bench --dry-run", cache.path());
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("34 shapes") != std::string::npos);
+  CHECK(text.out.find("278.75") != std::string::npos);
+}
+
+TEST_CASE("bench --shape takes baseline.md's notation, and modifiers change which peers apply") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache("mlajit-cli-test");
+  auto shapes_of = [&](const std::string& args) {
+    const CliRun run = run_cli("bench --dry-run --json " + args, cache.path());
+    INFO(args << ": " << run.err);
+    REQUIRE(run.exit_code == 0);
+    return parse_json(run.out)["shapes"];
+  };
+  // The same problem written two ways gets the same peer row.
+  const JsonValue explicit_causal = shapes_of("--shape 128,64,4096,64,2,1");
+  const JsonValue modified = shapes_of("--shape 128,64,4096,64 --causal --qlen 2");
+  REQUIRE(explicit_causal.items.size() == 1);
+  CHECK(explicit_causal.items[0]["fa2_us"].number == Approx(551.94));
+  CHECK(modified.items[0]["fa2_us"].number == Approx(551.94));
+  const JsonValue ragged = shapes_of("--shape ragged:128,64,1,8192,20260601");
+  CHECK(ragged.items[0]["flashmla_us"].number == Approx(130.93));
+  CHECK(shapes_of("--shape ragged:128,64,1,8192,7").items[0]["fa2_us"].kind == JsonValue::kNull);
+  // The peers were timed in bf16 on their own tiles: fp16 or a forced tier has no peer figure.
+  CHECK(shapes_of("--shape 16,16,4096,64 --dtype f16").items[0]["fa2_us"].kind ==
+        JsonValue::kNull);
+  CHECK(shapes_of("--shape 16,16,4096,64 --tier 2").items[0]["fa3_us"].kind == JsonValue::kNull);
+  CHECK(shapes_of("--shape 16,16,4096,64").items[0]["fa3_us"].number == Approx(32.80));
+  // The modifiers apply to the default shapes too.
+  const JsonValue all_fp16 = shapes_of("--dtype f16");
+  CHECK(all_fp16.items.size() == 34);
+  for (const auto& shape : all_fp16.items) CHECK(shape["dtype"].text == "f16");
+  for (const std::string bad : {"--shape 128,64,4096,64,2", "--shape ragged:128,64,9,8",
+                                "--shape 129,1,1,1", "--shape 128,64,4096,64,1,2"}) {
+    const CliRun run = run_cli("bench --dry-run " + bad, cache.path());
+    INFO(bad << ": " << run.err);
+    CHECK(run.exit_code == 2);
+    CHECK(count_lines(run.err) == 1);
+    CHECK(run.err.find("--shape") != std::string::npos);
+  }
+}
+
+TEST_CASE("the embedded peer timings are the newest table of shared/perf/baseline.md") {
+  // The data file is generated from baseline.md, which lives in the workplace's shared folder
+  // beside the repository; where it is, the file must be what the script makes of it.
+  const fs::path baseline = fs::path(MLAJIT_SOURCE_DIR) / ".." / "shared" / "perf" / "baseline.md";
+  if (!fs::exists(baseline)) {
+    WARN("skipped: no " << baseline.string());
+    return;
+  }
+  TempDir out;
+  const std::string generated = out.sub("peer_timings.csv");
+  const std::string command = shell_quote(std::string(MLAJIT_SOURCE_DIR) +
+                                          "/scripts/peer-timings-from-baseline.sh") +
+                              " " + shell_quote(baseline.string()) + " > " + shell_quote(generated);
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string committed =
+      read_file(std::string(MLAJIT_SOURCE_DIR) + "/tools/data/peer_timings_h200.csv");
+  INFO("regenerate with: scripts/peer-timings-from-baseline.sh > tools/data/peer_timings_h200.csv");
+  CHECK(read_file(generated) == committed);
+  CHECK(committed.find("\"128,64,4096,64\",278.75,129.18,114.21,") != std::string::npos);
+}
+
 // ---------------------------------------------------------------- the CLI: precompile
 
 TEST_CASE("precompile builds the requested matrix into --out and a second run compiles nothing") {
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
-  const std::string args = "precompile --arch sm_80,sm_90 --dtype bf16 --head-dims 512/64 -j 2 "
-                           "--json --out " + shell_quote(out.path());
+  const std::string args = "precompile --kernel portable --arch sm_80,sm_90 --dtype bf16 "
+                           "--head-dims 512/64 -j 2 --json --out " + shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
@@ -624,10 +820,150 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   CHECK(listed == built);
 
   // Text mode (stderr not a terminal): one progress line per spec, then the summary table.
-  const CliRun text = run_cli("precompile --arch sm_90 --dtype bf16 --head-dims 512/64 --causal 0 "
-                              "--out " + shell_quote(out.path()), cache.path());
+  const CliRun text = run_cli("precompile --kernel portable --arch sm_90 --dtype bf16 "
+                              "--head-dims 512/64 --causal 0 --out " + shell_quote(out.path()),
+                              cache.path());
   CHECK(text.exit_code == 0);
   CHECK(text.err.find("[1/1] ") == 0);
-  CHECK(text.err.find("| cached   mla_fa2;") != std::string::npos);
+  CHECK(text.err.find("| cached   portable;") != std::string::npos);
   CHECK(text.out.find("compiled") != std::string::npos);
+}
+
+TEST_CASE("precompile's parallel jobs compile in helper processes beside the library") {
+  REQUIRE_CLI_BUILT();
+  if (!mlajit::compiler_info().available) {
+    WARN("NVRTC is not available, skipping: " << mlajit::compiler_info().unavailable_reason);
+    return;
+  }
+  TempDir cache, out;
+  // process mode: a job that found no helper fails instead of compiling in the CLI; at debug
+  // level the library names each helper it starts. The CLI loads build/libmlajit.so, whose
+  // helper is build/mlajit-compiler-helper.
+  const CliRun run = run_cli("precompile --kernel portable --arch sm_80,sm_90 --dtype bf16 "
+                             "--head-dims 256/32 -j 2 --json --out " + shell_quote(out.path()),
+                             cache.path(),
+                             "MLAJIT_COMPILE_MODE=process SPDLOG_LEVEL=mlajit.jit=debug");
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(parse_json(run.out)["compiled"].number == 4);
+  const std::string helper =
+      fs::canonical(cli_path()).parent_path().parent_path().string() + "/mlajit-compiler-helper";
+  size_t started = 0;
+  for (size_t at = run.err.find("started compiler helper "); at != std::string::npos;
+       at = run.err.find("started compiler helper ", at + 1)) {
+    ++started;
+    CHECK(run.err.compare(at, 24 + helper.size() + 1, "started compiler helper " + helper + " ") == 0);
+  }
+  // Pooled: at most one helper per job (two jobs that never overlap share one).
+  CHECK(started >= 1);
+  CHECK(started <= 2);
+  CHECK(run.err.find("compiling in this process") == std::string::npos);
+}
+
+namespace {
+
+// Writes into `dir` an entry for every spec of the default matrix, under the key the registry
+// computes for it (as a first precompile would; the payload is no real cubin).
+size_t fill_with_default_matrix(const std::string& dir) {
+  mlajit::jit::CacheOptions options;
+  options.user_dir = dir;
+  mlajit::jit::KernelRegistry registry(options);
+  const auto specs = mlajit::family::fleet_matrix(mlajit::family::FleetMatrixOptions{});
+  for (const KernelSpec& spec : specs) {
+    mlajit::jit::KernelMetadata metadata;
+    metadata.spec_text = spec.text();
+    metadata.lowered_name = "_Z4fakev";
+    metadata.geometry = mlajit::jit::generate_program(spec).geometry;
+    const mlajit::jit::CacheKey key = registry.key_for(spec);
+    registry.cache().get_or_build(key, [&] {
+      return mlajit::jit::CacheEntry{key.text, {0x7f, 'E', 'L', 'F'}, metadata.serialize()};
+    });
+  }
+  return specs.size();
+}
+
+}  // namespace
+
+TEST_CASE("precompile of the default matrix over a complete cache compiles nothing") {
+  // The keys precompile computes for the default matrix are the ones a first run filed its
+  // entries under, in another process: a second run finds them all.
+  REQUIRE_CLI_BUILT();
+  TempDir cache, out;
+  const size_t specs = fill_with_default_matrix(out.path());
+  CHECK(specs == 84);  // portable: 10 archs x 8 shapes; hopper: sm_90a x 4 shapes
+  const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue report = parse_json(run.out);
+  CHECK(report["specs"].number == specs);
+  CHECK(report["compiled"].number == 0);
+  CHECK(report["cached"].number == specs);
+  CHECK(report["entries"].items[0]["family"].text == "portable");
+  size_t hopper = 0;
+  for (const JsonValue& entry : report["entries"].items) hopper += entry["family"].text == "hopper";
+  CHECK(hopper == 4);
+  CHECK(entry_files(out.path()).size() == specs);
+}
+
+TEST_CASE("precompile of the default matrix twice compiles nothing the second time", "[.full]") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache, out;
+  const std::string args = "precompile -j 2 --json --out " + shell_quote(out.path());
+  const CliRun first = run_cli(args, cache.path());
+  REQUIRE(first.exit_code == 0);
+  CHECK(parse_json(first.out)["compiled"].number == 84);
+  const CliRun second = run_cli(args, cache.path());
+  REQUIRE(second.exit_code == 0);
+  CHECK(parse_json(second.out)["compiled"].number == 0);
+  CHECK(parse_json(second.out)["cached"].number == 84);
+}
+
+TEST_CASE("precompile --kernel names the family's rows, and says why it cannot build one") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  const CliRun rows = run_cli("precompile --kernel portable --arch sm_90a --dry-run --json",
+                              cache.path());
+  INFO(rows.err);
+  REQUIRE(rows.exit_code == 0);
+  const JsonValue matrix = parse_json(rows.out);
+  CHECK(matrix["specs"].number == 8);
+  for (const auto& spec : matrix["matrix"].items) {
+    CHECK(spec.text.rfind("portable;", 0) == 0);
+    CHECK(spec.text.find(";arch=sm_90a") != std::string::npos);
+  }
+  const CliRun cannot = run_cli("precompile --kernel portable --arch sm_90 --profile 4K --dry-run",
+                                cache.path());
+  CHECK(cannot.exit_code == 1);
+  CHECK(cannot.err.find("kernel family 'portable' cannot build") != std::string::npos);
+  CHECK(cannot.err.find("no MLA tile config fits") != std::string::npos);
+}
+
+TEST_CASE("info lists the kernel families and what each profiled arch gets, without a GPU") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache;
+  const CliRun run = run_cli("info --json", cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue report = parse_json(run.out);
+  REQUIRE(report["families"].items.size() == 2);
+  const JsonValue& hopper = report["families"].items[0];
+  CHECK(hopper["name"].text == "hopper");
+  REQUIRE(hopper["archs"].items.size() == 1);
+  CHECK(hopper["archs"].items[0].text == "sm_90");
+  const JsonValue& portable = report["families"].items[1];
+  CHECK(portable["name"].text == "portable");
+  CHECK(portable["archs"].items.size() == 10);
+  CHECK(portable["head_dims"].items[0].text == "512/64");
+  CHECK(report["archs"]["sm_90"]["family"].text == "hopper");
+  CHECK(report["archs"]["sm_90"]["tier"].number == 0);  // one tile config: no tiers
+  CHECK(report["archs"]["sm_100"]["family"].text == "portable");
+  CHECK(report["archs"]["sm_100"]["tier"].number == 1);
+  CHECK(report["archs"]["sm_86"]["tier"].number == 3);
+  CHECK(report["archs"]["sm_80"]["spec"].text.find("arch=sm_80") != std::string::npos);
+  const CliRun text = run_cli("info", cache.path());
+  CHECK(text.out.find("family  hopper: ") != std::string::npos);
+  CHECK(text.out.find("family  portable: ") != std::string::npos);
+  CHECK(text.out.find("arch    sm_90   default shape gets hopper (223032 B smem)") !=
+        std::string::npos);
+  CHECK(text.out.find("arch    sm_100  default shape gets portable tier 1") != std::string::npos);
 }

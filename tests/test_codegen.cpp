@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "kernel_dir_copy.h"
+#include "family/portable/portable_tiles.h"
 #include "jit/codegen.h"
 #include "jit/embedded_kernels.h"
-#include "jit/tile_config.h"
+#include "jit/kernel_registry.h"
 #include "mlajit/error.h"
 
 using mlajit::DType;
@@ -22,6 +23,11 @@ using mlajit::TileConfig;
 using mlajit::test::KernelDirCopy;
 using mlajit::test::ScopedEnv;
 using namespace mlajit::jit;
+using mlajit::family::profile_target;
+using mlajit::family::portable::select_tile_config;
+using mlajit::family::portable::shared_storage_bytes;
+using mlajit::family::portable::tile_candidates;
+using mlajit::family::portable::tile_tier;
 
 namespace {
 
@@ -42,8 +48,7 @@ KernelSpec mla_spec(const std::string& arch, DType dtype, int ckv, int kpe, bool
   spec.head_dim_ckv = ckv;
   spec.head_dim_kpe = kpe;
   spec.causal = causal;
-  const DeviceProfile& profile = device_profile(arch);
-  spec.tile = select_tile_config(spec, profile.smem_per_sm, profile.smem_per_block_optin);
+  spec.tile = select_tile_config(spec, profile_target(arch));
   return spec;
 }
 
@@ -107,29 +112,63 @@ std::vector<CompileOutcome> compile_all(const std::vector<KernelSpec>& specs, in
 
 }  // namespace
 
-TEST_CASE("an mla_fa2 program names its kernel instance and sets the prelude constants") {
+TEST_CASE("a portable program names its kernel instance and sets the prelude constants") {
   const KernelSpec spec = mla_spec("sm_90a", DType::kBFloat16, 512, 64, false);
+  CHECK(spec.text().rfind("portable;", 0) == 0);
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
-        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, 512, 64, "
-        "false, 2, 64, true, 64>>");
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, "
+        "mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, 512, 64, false, 2, 64, true, 64, true>>");
   CHECK(program.request.arch == "sm_90a");
   CHECK(program.request.random_seed == 0);
-  CHECK(program.threads_per_block == 256);
-  CHECK(program.dynamic_smem_bytes == 221696);
+  CHECK(program.geometry.threads_per_block == 256);
+  CHECK(program.geometry.dynamic_smem_bytes == 221696);
+  CHECK(program.geometry.cooperative);
+  CHECK(program.geometry.cluster == ClusterDims{});
   const std::string& source = program.request.source;
   CHECK(contains(source, "#define MLAJIT_EXPECTED_SMEM_BYTES 221696\n"));
+  CHECK(contains(source, "#define MLAJIT_EXPECTED_THREADS 256\n"));
   CHECK(contains(source, "typedef unsigned long long uint64_t;"));
   CHECK(contains(source, "typedef signed char int8_t;"));
   CHECK(contains(source, spec.text()));
   // The source ends with the one include: nothing else follows the prelude.
-  const std::string include = "#include \"mla_fa2.cuh\"\n";
+  const std::string include = "#include \"portable/mla_fa2.cuh\"\n";
   CHECK(source.size() > include.size());
   CHECK(source.compare(source.size() - include.size(), include.size(), include) == 0);
   CHECK(program.source_hash.size() == 32);
   CHECK(program.source_hash.find_first_not_of("0123456789abcdef") == std::string::npos);
-  for (const auto& [name, contents] : embedded_kernel_files()) {
-    CHECK(program.request.headers.at(name) == contents);
+  // NVRTC gets the family's file and what it includes, with their embedded contents: no
+  // utility program's file and no other family's.
+  for (const auto& [name, contents] : program.request.headers) {
+    INFO(name);
+    CHECK(embedded_kernel_files().at(name) == contents);
+    CHECK((name == "portable/mla_fa2.cuh" || name.rfind("common/", 0) == 0));
+  }
+  CHECK(program.request.headers.count("common/ptx_mma.cuh") == 1);
+  CHECK(program.request.headers.count("common/mla_params.cuh") == 1);
+  CHECK(program.request.headers.count("utility/spin.cuh") == 0);
+}
+
+TEST_CASE("a program's headers are its entry file's include closure, by path below kernels/") {
+  const std::map<std::string, std::string> files{
+      // Blanks around the '#' count; a commented-out directive names no file.
+      {"fam/entry.cuh", "#pragma once\n#include \"common/a.cuh\"\n  #  include \"fam/b.cuh\"\n"
+                        "// #include \"gone/commented_out.cuh\"\n"},
+      {"common/a.cuh", "#include \"common/c.cuh\"\n#include <cuda_fp16.h>\n"},
+      {"common/c.cuh", "#include \"common/a.cuh\"\n"},  // a cycle ends
+      {"fam/b.cuh", ""},
+      {"other/d.cuh", ""},
+  };
+  CHECK(included_kernel_files("fam/entry.cuh", files) ==
+        std::vector<std::string>{"common/a.cuh", "common/c.cuh", "fam/b.cuh", "fam/entry.cuh"});
+  std::map<std::string, std::string> missing = files;
+  missing["fam/b.cuh"] = "#include \"common/gone.cuh\"\n";
+  try {
+    included_kernel_files("fam/entry.cuh", missing);
+    FAIL("a missing include was accepted");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::kIoError);
+    CHECK(contains(error.what(), "common/gone.cuh (included by fam/b.cuh)"));
   }
 }
 
@@ -138,11 +177,61 @@ TEST_CASE("an f16 causal spec with 256/32 heads names the matching instance") {
   spec.tile = tile_tier(3);
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
-        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, 256, 32, "
-        "true, 1, 16, false, 64>>");
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, "
+        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 256, 32, true, 1, 16, false, 64, true>>");
   // Q 64x256 + 64x32 and one stage of KV 16x256 + 16x64 (kpe or P), 2 bytes each, plus
   // 2 x 64 floats of softmax exchange: 32768 + 4096 + 8192 + 2048 + 512.
-  CHECK(program.dynamic_smem_bytes == 47616);
+  CHECK(program.geometry.dynamic_smem_bytes == 47616);
+}
+
+namespace {
+
+// The MLA program of `spec` with its instance's dtypes replaced (Q, KV, O).
+CompileRequest mla_request_with_dtypes(const KernelSpec& spec, const std::string& q,
+                                       const std::string& kv, const std::string& o) {
+  CompileRequest request = generate_program(spec).request;
+  const std::string dtypes = "MlaConfig<mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, "
+                             "mlajit_kernel::bf16_t, ";
+  const size_t at = request.name_expression.find(dtypes);
+  REQUIRE(at != std::string::npos);
+  request.name_expression.replace(at, dtypes.size(),
+                                  "MlaConfig<mlajit_kernel::" + q + ", mlajit_kernel::" + kv +
+                                      ", mlajit_kernel::" + o + ", ");
+  return request;
+}
+
+std::string compile_error(const CompileRequest& request) {
+  try {
+    NvrtcCompiler::instance().compile(request);
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::kCompileError);
+    return error.what();
+  }
+  FAIL("NVRTC compiled " << request.name_expression);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the MLA kernel refuses Q and KV in different types, saying why") {
+  if (!nvrtc_or_warn()) return;
+  const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  const std::string error = compile_error(mla_request_with_dtypes(spec, "bf16_t", "f16_t", "bf16_t"));
+  CHECK(contains(error, "QType and KVType must be the same"));
+}
+
+TEST_CASE("the MLA kernel checks the block size the host defines, and takes O in its own type") {
+  if (!nvrtc_or_warn()) return;
+  KernelSpec spec = mla_spec("sm_86", DType::kBFloat16, 256, 32, false);
+  spec.tile = tile_tier(3);
+  CompileRequest request = mla_request_with_dtypes(spec, "bf16_t", "bf16_t", "f16_t");
+  CHECK(is_elf(NvrtcCompiler::instance().compile(request).image));
+  // The prelude's block size, as a host that launched 128 threads would have written it.
+  const std::string defined = "#define MLAJIT_EXPECTED_THREADS 256";
+  const size_t at = request.source.find(defined);
+  REQUIRE(at != std::string::npos);
+  request.source.replace(at, defined.size(), "#define MLAJIT_EXPECTED_THREADS 128");
+  CHECK(contains(compile_error(request), "different number of threads per block"));
 }
 
 TEST_CASE("the source hash follows every field the kernel source depends on") {
@@ -165,6 +254,14 @@ TEST_CASE("mixed dtypes and unknown head dims or families are unsupported") {
   KernelSpec mixed = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
   mixed.kv_dtype = DType::kFloat16;
   CHECK(contains(refusal(mixed, ErrorCode::kUnsupported), "kv=f16"));
+  KernelSpec fp8_kv = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  fp8_kv.kv_dtype = DType::kFloat8E4M3;
+  CHECK(contains(refusal(fp8_kv, ErrorCode::kUnsupported), "no FP8 KV path yet"));
+  for (auto field : {&KernelSpec::q_dtype, &KernelSpec::o_dtype}) {
+    KernelSpec fp8 = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+    fp8.*field = DType::kFloat8E4M3;
+    CHECK(contains(refusal(fp8, ErrorCode::kUnsupported), "FP8 is a KV-cache format"));
+  }
   KernelSpec odd = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
   odd.head_dim_ckv = 128;
   const std::string odd_message = refusal(odd, ErrorCode::kUnsupported);
@@ -172,12 +269,16 @@ TEST_CASE("mixed dtypes and unknown head dims or families are unsupported") {
   CHECK(contains(odd_message, "512/64, 256/32"));
   KernelSpec unknown;
   unknown.family = "flash_decode";
-  CHECK(contains(refusal(unknown, ErrorCode::kUnsupported), "flash_decode"));
+  const std::string unknown_message = refusal(unknown, ErrorCode::kUnsupported);
+  CHECK(contains(unknown_message, "flash_decode"));
+  CHECK(contains(unknown_message, "portable"));  // the families it knows
+  unknown.family = "mla_fa2";  // the portable family's name before 0.2.0
+  CHECK(contains(refusal(unknown, ErrorCode::kUnsupported), "mla_fa2"));
 }
 
 TEST_CASE("a spec text with tile fields the kernel cannot take is refused naming the field") {
   const std::string good =
-      "mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;"
+      "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;"
       "q_tile=64;arch=sm_90";
   CHECK_NOTHROW(generate_program(KernelSpec::parse(good)));
   const std::vector<std::pair<std::string, std::string>> cases{
@@ -205,7 +306,7 @@ TEST_CASE("a spec text with tile fields the kernel cannot take is refused naming
 TEST_CASE("a DType outside the enum is refused naming the field, for every family") {
   // DType is an enum class over int: a C++ caller can cast any int to it. Such a spec once
   // keyed as "q=unknown" (text the parser refuses) and ran the f16 kernel with 2-byte sizes 0.
-  for (const char* family : {"mla_fa2", "grid_barrier_demo"}) {
+  for (const char* family : {"portable", "grid_barrier_demo"}) {
     KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
     spec.family = family;
     spec.q_dtype = spec.kv_dtype = spec.o_dtype = static_cast<DType>(7);
@@ -221,9 +322,13 @@ TEST_CASE("the demo program ignores dtypes and head dims") {
   KernelSpec spec = demo_spec("sm_90");
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression == "mlajit_kernel::grid_barrier_demo<256>");
-  CHECK(program.threads_per_block == 256);
-  CHECK(program.dynamic_smem_bytes == 0);
-  CHECK_FALSE(contains(program.request.source, "MLAJIT_EXPECTED_SMEM_BYTES"));
+  CHECK(program.geometry.threads_per_block == 256);
+  CHECK(program.geometry.dynamic_smem_bytes == 0);
+  CHECK(program.geometry.cooperative);
+  CHECK(contains(program.request.source, "#define MLAJIT_EXPECTED_SMEM_BYTES 0\n"));
+  CHECK(program.request.headers.size() == 3);  // the demo, the grid barrier and its block barrier
+  CHECK(program.request.headers.count("common/grid_barrier.cuh") == 1);
+  CHECK(program.request.headers.count("common/block_barrier.cuh") == 1);
   spec.head_dim_ckv = 7;
   spec.kv_dtype = DType::kFloat16;
   CHECK(generate_program(spec).request.name_expression == program.request.name_expression);
@@ -236,18 +341,18 @@ TEST_CASE("kernel sources from MLAJIT_KERNEL_DIR replace the embedded ones") {
   {
     ScopedEnv env("MLAJIT_KERNEL_DIR", dir.path());
     CHECK(generate_program(spec).source_hash == embedded.source_hash);  // same bytes
-    const std::string original(embedded_kernel_files().at("grid_barrier.cuh"));
-    dir.write("grid_barrier.cuh", original + "\n// edited\n");
+    const std::string original(embedded_kernel_files().at("common/grid_barrier.cuh"));
+    dir.write("common/grid_barrier.cuh", original + "\n// edited\n");
     const GeneratedProgram edited = generate_program(spec);
     CHECK(edited.source_hash != embedded.source_hash);
-    CHECK(contains(edited.request.headers.at("grid_barrier.cuh"), "// edited"));
+    CHECK(contains(edited.request.headers.at("common/grid_barrier.cuh"), "// edited"));
   }
   CHECK(generate_program(spec).source_hash == embedded.source_hash);
   {
     // A directory with a kernel file's name once read as an empty header.
     KernelDirCopy with_directory;
-    std::filesystem::remove(with_directory.sub("grid_barrier.cuh"));
-    std::filesystem::create_directory(with_directory.sub("grid_barrier.cuh"));
+    std::filesystem::remove(with_directory.sub("common/grid_barrier.cuh"));
+    std::filesystem::create_directory(with_directory.sub("common/grid_barrier.cuh"));
     ScopedEnv env("MLAJIT_KERNEL_DIR", with_directory.path());
     CHECK(contains(refusal(spec, ErrorCode::kIoError), "grid_barrier.cuh is not a regular file"));
   }
@@ -307,9 +412,8 @@ std::vector<KernelSpec> mla_matrix(bool full) {
   for (const char* arch : {"sm_90", "sm_80"}) {
     for (const TileConfig& tile : tile_candidates()) {
       KernelSpec spec = mla_spec(arch, DType::kBFloat16, 512, 64, true);
-      const DeviceProfile& profile = device_profile(arch);
-      const int bytes = mla_shared_storage_bytes(spec, tile);
-      if (tile == spec.tile || bytes > profile.smem_per_block_optin) continue;
+      const int bytes = shared_storage_bytes(spec, tile);
+      if (tile == spec.tile || bytes > profile_target(arch).smem_per_block_optin) continue;
       spec.tile = tile;
       specs.push_back(spec);
     }
@@ -319,7 +423,7 @@ std::vector<KernelSpec> mla_matrix(bool full) {
 
 void compile_mla_matrix(bool full) {
   if (!nvrtc_or_warn()) return;
-  REQUIRE(embedded_kernel_files().count("mla_fa2.cuh") == 1);
+  REQUIRE(embedded_kernel_files().count("portable/mla_fa2.cuh") == 1);
   const std::vector<KernelSpec> specs = mla_matrix(full);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<CompileOutcome> outcomes = compile_all(specs, 2);

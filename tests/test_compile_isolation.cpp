@@ -205,7 +205,7 @@ TEST_CASE("an NVRTC crash is an error naming the signal and the kernel, and the 
           "[isolation]") {
   if (!nvrtc_or_warn()) return;
   KernelDirCopy kernels;
-  kernels.write("spin.cuh", spin_with_wgmma("0ull"));
+  kernels.write("utility/spin.cuh", spin_with_wgmma("0ull"));
   ScopedEnv kernel_dir("MLAJIT_KERNEL_DIR", kernels.path());
   TempDir cache("mlajit-isolation");
   KernelRegistry registry(user_only(cache.path()), process_mode());
@@ -243,7 +243,7 @@ TEST_CASE("an NVRTC crash is an error naming the signal and the kernel, and the 
     CHECK_FALSE(std::filesystem::exists(entry_path(cache.path(), key.hex)));
   }
 
-  kernels.write("spin.cuh", spin_with_wgmma("params.nanoseconds"));
+  kernels.write("utility/spin.cuh", spin_with_wgmma("params.nanoseconds"));
   const CompiledKernel fixed = registry.compile(spec);
   CHECK_FALSE(fixed.from_cache);
   CHECK(fixed.image.size() > 4);

@@ -28,6 +28,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <xxhash.h>
 
+#include "env_guard.h"
 #include "temp_dir.h"
 #include "test_payloads.h"
 #include "common/logging.h"
@@ -40,6 +41,7 @@
 
 extern char** environ;
 
+using mlajit::test::EnvGuard;
 using mlajit::test::payload_for;
 using mlajit::test::TempDir;
 
@@ -133,24 +135,6 @@ struct WarningCapture {
     }));
   }
   size_t count() { return sink->messages().size(); }
-};
-
-// Sets/unsets environment variables for one test and restores them after.
-struct EnvGuard {
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
-  explicit EnvGuard(std::vector<std::string> names) {
-    for (const auto& n : names) {
-      const char* v = std::getenv(n.c_str());
-      saved.emplace_back(n, v ? std::optional<std::string>(v) : std::nullopt);
-      ::unsetenv(n.c_str());
-    }
-  }
-  ~EnvGuard() {
-    for (const auto& [n, v] : saved) {
-      if (v) ::setenv(n.c_str(), v->c_str(), 1);
-      else ::unsetenv(n.c_str());
-    }
-  }
 };
 
 std::string worker_path() {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <random>
 
-#include "common/half.h"
+#include "check/half.h"
 #include "mlajit/error.h"
 
 using namespace mlajit;

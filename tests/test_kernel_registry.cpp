@@ -13,6 +13,7 @@
 #include "jit/embedded_kernels.h"
 #include "jit/kernel_registry.h"
 #include "jit/nvrtc_compiler.h"
+#include "mlajit/error.h"
 #include "mlajit/kernel_spec.h"
 
 namespace fs = std::filesystem;
@@ -54,8 +55,10 @@ TEST_CASE("a cache entry's launch shape is checked against codegen, never truste
   }
   // Rewrite the entry, checksums and all, with metadata that lies about the launch shape.
   KernelMetadata lie = honest.metadata;
-  lie.threads_per_block += 32;
-  lie.dynamic_smem_bytes += 4096;
+  lie.geometry.threads_per_block += 32;
+  lie.geometry.dynamic_smem_bytes += 4096;
+  lie.geometry.cluster.x = 2;
+  lie.geometry.cooperative = !lie.geometry.cooperative;
   {
     DiskCache cache(user_only(dir.path()));
     REQUIRE(fs::remove(entry_path(dir.path(), honest.key.hex)));
@@ -67,8 +70,57 @@ TEST_CASE("a cache entry's launch shape is checked against codegen, never truste
   const CompiledKernel loaded = fresh.compile(spec);
   CHECK(loaded.from_cache);
   CHECK(loaded.image == honest.image);
-  CHECK(loaded.metadata.threads_per_block == honest.metadata.threads_per_block);
-  CHECK(loaded.metadata.dynamic_smem_bytes == honest.metadata.dynamic_smem_bytes);
+  CHECK(loaded.metadata.geometry == honest.metadata.geometry);
+}
+
+TEST_CASE("launch metadata round-trips through its text, and a damaged record is refused") {
+  KernelMetadata metadata;
+  metadata.spec_text = "portable;q=bf16";
+  metadata.lowered_name = "_Z6kernelv";
+  metadata.geometry = {256, {2, 1, 1}, 221696, true};
+  metadata.compile_seconds = 1.5;
+  const KernelMetadata parsed = KernelMetadata::parse(metadata.serialize());
+  CHECK(parsed.spec_text == metadata.spec_text);
+  CHECK(parsed.lowered_name == metadata.lowered_name);
+  CHECK(parsed.geometry == metadata.geometry);
+  CHECK(parsed.compile_seconds == metadata.compile_seconds);
+  std::string damaged = metadata.serialize();
+  damaged.replace(damaged.find("cluster=2x1x1"), 13, "cluster=2x1");
+  CHECK_THROWS_AS(KernelMetadata::parse(damaged), mlajit::Error);
+}
+
+TEST_CASE("a family's cache key follows its own kernel files, not spin.cuh or another family's") {
+  // Keys need no NVRTC: without it the toolkit version stands in.
+  KernelRegistry registry(CacheOptions{});
+  const mlajit::KernelSpec portable;  // the default spec: portable, sm_90
+  const mlajit::KernelSpec demo = demo_spec();
+  KernelDirCopy kernels;
+  ScopedEnv env("MLAJIT_KERNEL_DIR", kernels.path());
+  const std::string portable_key = registry.key_for(portable).hex;
+  const std::string demo_key = registry.key_for(demo).hex;
+  CHECK(portable_key == KernelRegistry(CacheOptions{}).key_for(portable).hex);  // stable
+
+  auto edit = [&](const std::string& name) {
+    kernels.write(name, std::string(embedded_kernel_files().at(name)) + "\n// edited\n");
+  };
+  auto restore = [&](const std::string& name) {
+    kernels.write(name, std::string(embedded_kernel_files().at(name)));
+  };
+  // Files the portable program does not include: another family's, a utility program's.
+  kernels.write("hopper/mla_hopper.cuh", "// another family's kernel\n");
+  edit("utility/spin.cuh");
+  CHECK(registry.key_for(portable).hex == portable_key);
+  edit("portable/mla_fa2.cuh");
+  CHECK(registry.key_for(demo).hex == demo_key);  // the demo includes no portable file
+  // Its own files: the entry and a shared header it includes.
+  CHECK(registry.key_for(portable).hex != portable_key);
+  restore("portable/mla_fa2.cuh");
+  CHECK(registry.key_for(portable).hex == portable_key);
+  edit("common/ptx_mma.cuh");
+  CHECK(registry.key_for(portable).hex != portable_key);
+  CHECK(registry.key_for(demo).hex == demo_key);
+  edit("common/grid_barrier.cuh");
+  CHECK(registry.key_for(demo).hex != demo_key);
 }
 
 TEST_CASE("compile keys a spec by the program it builds") {
@@ -91,8 +143,8 @@ TEST_CASE("compile keys a spec by the program it builds") {
   // built from the embedded source. (One registry serves a spec it has seen from memory, so
   // edits take effect in the next process: a fresh registry over the same cache here.)
   KernelDirCopy kernels;
-  kernels.write("grid_barrier.cuh",
-                std::string(embedded_kernel_files().at("grid_barrier.cuh")) + "\n// edited\n");
+  kernels.write("common/grid_barrier.cuh",
+                std::string(embedded_kernel_files().at("common/grid_barrier.cuh")) + "\n// edited\n");
   GeneratedProgram edited_program;
   CompiledKernel edited;
   {

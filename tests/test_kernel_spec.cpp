@@ -13,7 +13,7 @@ using mlajit::KernelSpec;
 namespace {
 
 const std::string kDefaultText =
-    "mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;"
+    "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;"
     "q_tile=64;arch=sm_90";
 
 // Parses `text`, expecting kInvalidArgument whose message contains every one of `needles`.
@@ -40,7 +40,7 @@ TEST_CASE("spec text round-trips through parse for every field value") {
   KernelSpec spec;
   spec.family = "grid_barrier_demo";
   spec.q_dtype = DType::kFloat16;
-  spec.kv_dtype = DType::kFloat16;
+  spec.kv_dtype = DType::kFloat8E4M3;
   spec.o_dtype = DType::kBFloat16;
   spec.head_dim_ckv = 256;
   spec.head_dim_kpe = 32;
@@ -54,58 +54,64 @@ TEST_CASE("spec text round-trips through parse for every field value") {
     CHECK(parsed.tile == spec.tile);
     CHECK(parsed.causal);
     CHECK(parsed.o_dtype == DType::kBFloat16);
+    CHECK(parsed.kv_dtype == DType::kFloat8E4M3);
   }
   CHECK(KernelSpec::parse(kDefaultText) == KernelSpec{});
 }
 
 TEST_CASE("fields after the family may come in any order") {
   const KernelSpec parsed = KernelSpec::parse(
-      "mla_fa2;arch=sm_90;q_tile=64;qk_shard=1;kv_tile=64;stages=2;causal=0;kpe=64;ckv=512;"
+      "portable;arch=sm_90;q_tile=64;qk_shard=1;kv_tile=64;stages=2;causal=0;kpe=64;ckv=512;"
       "o=bf16;kv=bf16;q=bf16");
   CHECK(parsed == KernelSpec{});
 }
 
 TEST_CASE("a bad spec text is rejected naming the field and value") {
-  require_parse_error("mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90;color=red",
                       {"color", "red"});
-  require_parse_error("mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
                       "kv_tile=64;qk_shard=1;arch=sm_90",
                       {"q_tile", "missing"});
   require_parse_error(kDefaultText + ";ckv=256", {"ckv", "twice", "512", "256"});
-  require_parse_error("mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=5x2;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=5x2;kpe=64;causal=0;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"ckv", "5x2"});
-  require_parse_error("mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=-512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=-512;kpe=64;causal=0;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"ckv", "-512"});
-  require_parse_error("mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=0;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=0;causal=0;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"kpe", "'0'"});
-  require_parse_error("mla_fa2;q=bf16;kv=fp8;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=fp8;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
-                      {"kv", "fp8", "f16 or bf16"});
-  require_parse_error("mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=yes;stages=2;"
+                      {"kv", "fp8", "f16, bf16 or e4m3"});
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=yes;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"causal", "yes", "0 or 1"});
-  require_parse_error("mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=hopper",
                       {"arch", "hopper"});
   require_parse_error("MLA;q=bf16", {"family", "MLA"});
   require_parse_error("", {"family"});
-  require_parse_error("mla_fa2;q", {"'q'", "key=value"});
-  require_parse_error("mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=99999999999;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q", {"'q'", "key=value"});
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=99999999999;kpe=64;causal=0;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"ckv", "99999999999"});
 }
 
 TEST_CASE("dtype names parse back and have their sizes") {
-  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat8E4M3}) {
     CHECK(mlajit::parse_dtype(mlajit::dtype_name(dtype)) == dtype);
-    CHECK(mlajit::dtype_size(dtype) == 2);
   }
+  CHECK(mlajit::dtype_size(DType::kFloat16) == 2);
+  CHECK(mlajit::dtype_size(DType::kBFloat16) == 2);
+  CHECK(mlajit::dtype_size(DType::kFloat8E4M3) == 1);
+  CHECK(mlajit::dtype_size(static_cast<DType>(7)) == 0);
   CHECK(std::string(mlajit::dtype_name(DType::kBFloat16)) == "bf16");
+  CHECK(std::string(mlajit::dtype_name(DType::kFloat8E4M3)) == "e4m3");
   CHECK_THROWS_AS(mlajit::parse_dtype("float16"), Error);
+  CHECK_THROWS_AS(mlajit::parse_dtype("fp8"), Error);
 }
 
 TEST_CASE("tile configs compare by every field") {

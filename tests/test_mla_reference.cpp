@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "attention/mla_reference.h"
+#include "check/mla_reference.h"
 #include "mlajit/error.h"
 
 using namespace mlajit;

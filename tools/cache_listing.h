@@ -5,21 +5,19 @@
 #include <vector>
 
 #include "cli_support.h"
-#include "jit/disk_cache.h"
 #include "json_writer.h"
+#include "mlajit/kernel_cache.h"
 
 namespace mlajit::cli {
 
-// The environment's cache options, or only `cache_dir` (as the writable layer) when given.
-jit::CacheOptions cache_options_for(const std::string& cache_dir);
+// The environment's cache settings, or only `cache_dir` (as the writable layer) when given.
+CacheSettings cache_settings_for(const std::string& cache_dir);
 
-// The spec text recorded in a cache key text (its "spec=" line), "" when absent.
-std::string spec_of_key_text(const std::string& key_text);
 // The "arch=" field of a spec text, "" when absent.
 std::string arch_of_spec_text(const std::string& spec_text);
 
-Json listing_json(const jit::CacheListing& listing);
+Json listing_json(const CacheEntryInfo& entry);
 // Columns: spec, arch, size, last use, layer, verifies.
-Table listing_table(const std::vector<jit::CacheListing>& listings);
+Table listing_table(const std::vector<CacheEntryInfo>& entries);
 
 }  // namespace mlajit::cli

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "mlajit/error.h"
+#include "mlajit/runtime.h"
 
 namespace mlajit::cli {
 namespace {
@@ -57,6 +58,12 @@ void as_usage(const std::string& option, const std::function<void()>& convert) {
     if (e.code() != ErrorCode::kInvalidArgument) throw;
     throw UsageError(fmt::format("{}: {}", option, e.what()));
   }
+}
+
+void check_kernel_option(const std::string& name) {
+  as_usage("--kernel", [&] {
+    if (name != MlaOptions{}.kernel) kernel_family(name);  // not "auto": a family, or the list
+  });
 }
 
 uint64_t parse_size(const std::string& text) {

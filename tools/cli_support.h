@@ -26,6 +26,10 @@ class UsageError : public std::runtime_error {
 // library rejects (an unknown arch, a bad dtype) is a usage error, not a failure.
 void as_usage(const std::string& option, const std::function<void()>& convert);
 
+// --kernel NAME of precompile, verify and bench: throws UsageError listing the known families
+// unless `name` is "auto" or one of them.
+void check_kernel_option(const std::string& name);
+
 // "500M", "2G", "1.5GiB", "4096", "64K" (binary units, case-insensitive, optional B/iB).
 uint64_t parse_size(const std::string& text);
 // "7d", "12h", "30m", "45s", "2w"; a bare number is seconds.

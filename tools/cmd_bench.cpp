@@ -1,22 +1,26 @@
 // `mlajit bench`: times the kernel on the local GPU over the baseline shapes (or given ones)
-// and compares with the FlashInfer FA2 / FA3 / FlashMLA numbers measured on the H200.
+// and compares with the FlashInfer FA2 / FA3 / FlashMLA numbers measured on the H200 (the
+// peer timings built into the CLI, peer_timings.h).
 #include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "attention/mla_bench.h"
+#include "check/mla_bench.h"
 #include "cli_support.h"
 #include "commands.h"
+#include "csv.h"
 #include "json_writer.h"
 #include "mlajit/error.h"
+#include "mlajit/runtime.h"
+#include "peer_timings.h"
 #include "roofline_plot.h"
 
 namespace mlajit::cli {
 namespace {
 
 struct BenchArgs {
-  std::vector<std::string> shapes;  // "H,B,L,page"
+  std::vector<std::string> shapes;  // "H,B,L,page[,q_len,causal]", "ragged:H,B,MIN,MAX,SEED"
   std::string dtype;
   bool causal = false;
   int q_len = 0;
@@ -24,44 +28,51 @@ struct BenchArgs {
   int iterations = 30;
   int warmup = 5;
   int device = 0;
+  std::string kernel = "auto";
   std::string csv;
   std::string plot;
   bool json = false;
+  bool dry_run = false;
 };
 
-MlaBenchShape parse_shape(const std::string& text) {
-  const auto parts = split_list(text, ',');
-  std::vector<int> values;
-  for (const auto& part : parts) {
-    try {
-      size_t used = 0;
-      values.push_back(std::stoi(part, &used));
-      if (used != part.size()) values.back() = -1;
-    } catch (const std::exception&) {
-      values.push_back(-1);
-    }
+// A shape timed and the peers' times for it (none where the peers have no figure).
+struct BenchRow {
+  MlaBenchResult result;
+  PeerTimings peers;
+};
+
+// The default shapes: every shape of the peer table (baseline.md's newest), then the shapes of
+// its 2026-11-29 tables that the newest did not re-measure, kept because docs/PERF.md records
+// them (16 heads at page size 1, fp16, the smaller tile tiers forced); they have no peer
+// timings.
+std::vector<MlaBenchShape> default_bench_shapes() {
+  std::vector<MlaBenchShape> shapes;
+  for (const PeerRow& row : peer_rows()) shapes.push_back(row.shape);
+  auto add = [&](const char* text, DType dtype, int force_tier) {
+    MlaBenchShape shape = parse_bench_shape(text);
+    shape.dtype = dtype;
+    shape.force_tier = force_tier;
+    shapes.push_back(shape);
+  };
+  constexpr auto bf16 = DType::kBFloat16;
+  add("16,128,4096,1", bf16, 0);
+  add("16,64,16384,1", bf16, 0);
+  add("128,64,4096,64", DType::kFloat16, 0);
+  add("16,128,16384,64", DType::kFloat16, 0);
+  for (const char* text : {"128,64,4096,64", "16,128,16384,64"}) {
+    add(text, bf16, 2);
+    add(text, bf16, 3);
   }
-  const bool ok = values.size() == 4 && values[0] >= 1 && values[0] <= 128 && values[1] >= 1 &&
-                  values[2] >= 0 && values[3] >= 1;
-  if (!ok) {
-    throw UsageError(fmt::format(
-        "--shape '{}' is not H,B,L,page with heads 1..128, batch >= 1, kv_len >= 0, page >= 1 "
-        "(e.g. 128,64,4096,64)",
-        text));
-  }
-  MlaBenchShape shape;
-  shape.num_heads = values[0];
-  shape.batch = values[1];
-  shape.kv_len = values[2];
-  shape.page_size = values[3];
-  return shape;
+  return shapes;
 }
 
-// Explicit shapes, else the baseline ones; the modifiers given on the line apply to all.
+// Explicit shapes, else the default ones; the modifiers given on the line apply to all.
 std::vector<MlaBenchShape> bench_shapes(const BenchArgs& args, const CLI::App& app) {
   std::vector<MlaBenchShape> shapes;
-  for (const auto& text : args.shapes) shapes.push_back(parse_shape(text));
-  if (shapes.empty()) shapes = baseline_bench_shapes();
+  as_usage("--shape", [&] {
+    for (const auto& text : args.shapes) shapes.push_back(parse_bench_shape(text));
+  });
+  if (shapes.empty()) shapes = default_bench_shapes();
   for (auto& shape : shapes) {
     if (app.count("--dtype")) as_usage("--dtype", [&] { shape.dtype = parse_dtype(args.dtype); });
     if (app.count("--causal")) shape.causal = args.causal;
@@ -102,49 +113,39 @@ std::string kv_len_text(const MlaBenchShape& shape) {
   return shape.ragged_kv_lens.empty() ? std::to_string(shape.kv_len) : "ragged";
 }
 
-void print_table(const std::vector<MlaBenchResult>& results) {
+void print_table(const std::vector<BenchRow>& rows) {
   Table table({"H", "B", "L", "page", "q_len", "variant", "us", "GB/s", "TF/s", "vs FA2", "vs FA3",
                "vs FlashMLA"},
               {true, true, true, true, true, false, true, true, true, true, true, true});
-  for (const auto& r : results) {
+  for (const auto& [r, peers] : rows) {
     table.add_row({std::to_string(r.shape.num_heads), std::to_string(batch_of(r.shape)),
                    kv_len_text(r.shape), std::to_string(r.shape.page_size),
                    std::to_string(r.shape.q_len), variant_of(r.shape),
                    fmt::format("{:.1f}", r.median_us), fmt::format("{:.0f}", r.gbps),
-                   fmt::format("{:.1f}", r.tflops),
-                   ratio_text(ratio(r.reference_fa2_us, r.median_us)),
-                   ratio_text(ratio(r.reference_fa3_us, r.median_us)),
-                   ratio_text(ratio(r.reference_flashmla_us, r.median_us))});
+                   fmt::format("{:.1f}", r.tflops), ratio_text(ratio(peers.fa2_us, r.median_us)),
+                   ratio_text(ratio(peers.fa3_us, r.median_us)),
+                   ratio_text(ratio(peers.flashmla_us, r.median_us))});
   }
   table.print(stdout);
-  std::printf("vs X = X's time / ours (above 1: we are faster); references: FlashInfer on the "
-              "H200, shared/perf/baseline.md\n");
+  std::printf("vs X = X's time / ours (above 1: we are faster); X: FlashInfer FA2/FA3 and "
+              "FlashMLA on the H200, the newest table of shared/perf/baseline.md\n");
 }
 
-// RFC 4180: a field holding a comma, quote or newline is quoted, quotes doubled. The ragged
-// shape's label ("ragged U[1,8192]") has a comma.
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-std::string csv_text(const std::vector<MlaBenchResult>& results) {
+std::string csv_text(const std::vector<BenchRow>& rows) {
   std::string csv =
       "heads,batch,kv_len,page,q_len,variant,dtype,causal,tier,median_us,min_us,max_us,gbps,"
       "tflops,fa2_us,fa3_us,flashmla_us,vs_fa2,vs_fa3,vs_flashmla,spec\n";
-  for (const auto& r : results) {
+  for (const auto& [r, peers] : rows) {
     csv += fmt::format(
         "{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.3f},{},{},{},{},{},{},{}\n",
         r.shape.num_heads, batch_of(r.shape), kv_len_text(r.shape), r.shape.page_size,
         r.shape.q_len, csv_field(variant_of(r.shape)), dtype_name(r.shape.dtype), r.shape.causal ? 1 : 0,
         r.plan.tier, r.median_us, r.min_us, r.max_us, r.gbps, r.tflops,
-        optional_number(r.reference_fa2_us, "{:.1f}"), optional_number(r.reference_fa3_us, "{:.1f}"),
-        optional_number(r.reference_flashmla_us, "{:.1f}"),
-        optional_number(ratio(r.reference_fa2_us, r.median_us), "{:.3f}"),
-        optional_number(ratio(r.reference_fa3_us, r.median_us), "{:.3f}"),
-        optional_number(ratio(r.reference_flashmla_us, r.median_us), "{:.3f}"),
+        optional_number(peers.fa2_us, "{:.2f}"), optional_number(peers.fa3_us, "{:.2f}"),
+        optional_number(peers.flashmla_us, "{:.2f}"),
+        optional_number(ratio(peers.fa2_us, r.median_us), "{:.3f}"),
+        optional_number(ratio(peers.fa3_us, r.median_us), "{:.3f}"),
+        optional_number(ratio(peers.flashmla_us, r.median_us), "{:.3f}"),
         csv_field(r.spec));
   }
   return csv;
@@ -152,28 +153,65 @@ std::string csv_text(const std::vector<MlaBenchResult>& results) {
 
 Json optional_json(const std::optional<double>& value) { return value ? Json(*value) : Json(); }
 
-Json results_json(const std::vector<MlaBenchResult>& results) {
-  Json rows = Json::array();
-  for (const auto& r : results) {
-    Json row = Json::object();
-    row.set("heads", r.shape.num_heads).set("batch", batch_of(r.shape));
-    row.set("kv_len", r.shape.ragged_kv_lens.empty() ? Json(r.shape.kv_len) : Json("ragged"));
-    row.set("page", r.shape.page_size).set("q_len", r.shape.q_len);
-    row.set("variant", variant_of(r.shape)).set("dtype", dtype_name(r.shape.dtype));
-    row.set("causal", r.shape.causal).set("median_us", r.median_us);
+// What a shape is, as the JSON of both the results and --dry-run has it.
+Json shape_json(const MlaBenchShape& shape) {
+  Json row = Json::object();
+  row.set("heads", shape.num_heads).set("batch", batch_of(shape));
+  row.set("kv_len", shape.ragged_kv_lens.empty() ? Json(shape.kv_len) : Json("ragged"));
+  row.set("page", shape.page_size).set("q_len", shape.q_len);
+  row.set("variant", variant_of(shape)).set("dtype", dtype_name(shape.dtype));
+  return row.set("causal", shape.causal);
+}
+
+Json results_json(const std::vector<BenchRow>& rows) {
+  Json list = Json::array();
+  for (const auto& [r, peers] : rows) {
+    Json row = shape_json(r.shape);
+    row.set("median_us", r.median_us);
     row.set("min_us", r.min_us).set("max_us", r.max_us).set("gbps", r.gbps);
-    row.set("tflops", r.tflops).set("fa2_us", optional_json(r.reference_fa2_us));
-    row.set("fa3_us", optional_json(r.reference_fa3_us));
-    row.set("flashmla_us", optional_json(r.reference_flashmla_us));
-    row.set("vs_fa2", optional_json(ratio(r.reference_fa2_us, r.median_us)));
-    row.set("vs_fa3", optional_json(ratio(r.reference_fa3_us, r.median_us)));
-    row.set("vs_flashmla", optional_json(ratio(r.reference_flashmla_us, r.median_us)));
+    row.set("tflops", r.tflops).set("fa2_us", optional_json(peers.fa2_us));
+    row.set("fa3_us", optional_json(peers.fa3_us));
+    row.set("flashmla_us", optional_json(peers.flashmla_us));
+    row.set("vs_fa2", optional_json(ratio(peers.fa2_us, r.median_us)));
+    row.set("vs_fa3", optional_json(ratio(peers.fa3_us, r.median_us)));
+    row.set("vs_flashmla", optional_json(ratio(peers.flashmla_us, r.median_us)));
     row.set("tier", r.plan.tier).set("cluster_size", r.plan.cluster_size);
-    row.set("two_launch", r.plan.two_launch).set("registers", r.registers).set("spec", r.spec);
-    rows.push(std::move(row));
+    row.set("two_launch", r.plan.two_launch).set("spec", r.spec);
+    list.push(std::move(row));
   }
   Json report = Json::object();
-  return report.set("results", std::move(rows));
+  return report.set("results", std::move(list));
+}
+
+// --dry-run: what would be timed, and against which peer times; no GPU needed.
+void print_plan(const std::vector<MlaBenchShape>& shapes, bool json) {
+  if (json) {
+    Json list = Json::array();
+    for (const auto& shape : shapes) {
+      const PeerTimings peers = peer_timings_for(shape);
+      Json row = shape_json(shape);
+      row.set("tier", shape.force_tier).set("fa2_us", optional_json(peers.fa2_us));
+      row.set("fa3_us", optional_json(peers.fa3_us));
+      list.push(std::move(row.set("flashmla_us", optional_json(peers.flashmla_us))));
+    }
+    Json report = Json::object();
+    std::printf("%s\n", report.set("shapes", std::move(list)).dump().c_str());
+    return;
+  }
+  Table table({"H", "B", "L", "page", "q_len", "variant", "FA2 us", "FA3 us", "FlashMLA us"},
+              {true, true, true, true, true, false, true, true, true});
+  for (const auto& shape : shapes) {
+    const PeerTimings peers = peer_timings_for(shape);
+    auto us = [](const std::optional<double>& value) {
+      return value ? fmt::format("{:.2f}", *value) : std::string("-");
+    };
+    table.add_row({std::to_string(shape.num_heads), std::to_string(batch_of(shape)),
+                   kv_len_text(shape), std::to_string(shape.page_size),
+                   std::to_string(shape.q_len), variant_of(shape), us(peers.fa2_us),
+                   us(peers.fa3_us), us(peers.flashmla_us)});
+  }
+  table.print(stdout);
+  std::printf("%zu shapes\n", shapes.size());
 }
 
 // --plot without --csv: the CSV goes next to the picture.
@@ -185,21 +223,61 @@ std::string csv_path_for(const BenchArgs& args) {
   return (has_extension ? args.plot.substr(0, dot) : args.plot) + ".csv";
 }
 
+// The default rows a named family cannot run (the forced-tier rows time the portable
+// family's smaller tiles) are left out, saying why; an explicit --shape is never left out.
+std::vector<MlaBenchShape> runnable_default_rows(const std::vector<MlaBenchShape>& shapes,
+                                                 const BenchArgs& args) {
+  if (!args.shapes.empty() || args.kernel == MlaOptions{}.kernel) return shapes;
+  std::vector<MlaBenchShape> runnable;
+  for (const auto& shape : shapes) {
+    MlaShape mla;
+    mla.num_heads = shape.num_heads;
+    mla.page_size = shape.page_size;
+    mla.dtype = shape.dtype;
+    mla.causal = shape.causal;
+    MlaOptions options;
+    options.kernel = args.kernel;
+    options.force_tier = shape.force_tier;
+    try {
+      tile_for(args.device, mla, options);
+      runnable.push_back(shape);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUnsupported) throw;
+      std::fprintf(stderr, "mlajit bench: H%d B%d L%d %s left out: %s\n", shape.num_heads,
+                   shape.batch, shape.kv_len, variant_of(shape).c_str(), e.what());
+    }
+  }
+  return runnable;
+}
+
 int run_bench(const BenchArgs& args, const CLI::App& app) {
-  const auto shapes = bench_shapes(args, app);
+  const auto asked = bench_shapes(args, app);
+  check_kernel_option(args.kernel);
+  if (args.dry_run) {
+    print_plan(asked, args.json);
+    return kExitOk;
+  }
   require_gpu("bench", args.device);
+  const auto shapes = runnable_default_rows(asked, args);
   MlaBenchOptions options;
+  options.kernel = args.kernel;
   options.iterations = args.iterations;
   options.warmup = args.warmup;
   options.device = args.device;
-  const auto results = run_mla_bench(shapes, options);
+  const MlaBench bench(options);
+  std::vector<BenchRow> rows;
+  for (const auto& shape : shapes) {
+    rows.push_back({bench.run(shape), peer_timings_for(shape)});
+    std::fprintf(stderr, "mlajit bench: %s: %.1f us\n", rows.back().result.spec.c_str(),
+                 rows.back().result.median_us);
+  }
   if (args.json) {
-    std::printf("%s\n", results_json(results).dump().c_str());
+    std::printf("%s\n", results_json(rows).dump().c_str());
   } else {
-    print_table(results);
+    print_table(rows);
   }
   const std::string csv = csv_path_for(args);
-  if (!csv.empty()) write_text_file(csv, csv_text(results));
+  if (!csv.empty()) write_text_file(csv, csv_text(rows));
   if (!args.plot.empty()) {
     const std::string problem = write_and_run_roofline_plot(csv, args.plot);
     if (!problem.empty()) std::fprintf(stderr, "mlajit bench: warning: no plot: %s\n", problem.c_str());
@@ -217,7 +295,8 @@ Command add_bench_command(CLI::App& parent) {
       "over the baseline shapes, or the --shape ones, against FlashInfer FA2/FA3/FlashMLA on the "
       "H200. Exits 1 without a GPU.");
   app->add_option("--shape", args->shapes,
-                  "H,B,L,page (heads, batch, kv_len, page size); repeat for several")
+                  "H,B,L,page[,q_len,causal] (heads, batch, kv_len, page size) or "
+                  "ragged:H,B,MIN_KV,MAX_KV,SEED, as baseline.md writes them; repeat for several")
       ->allow_extra_args(false);
   app->add_option("--dtype", args->dtype, "bf16 or f16 for every shape")
       ->check(CLI::IsMember({"bf16", "f16"}));
@@ -232,11 +311,16 @@ Command add_bench_command(CLI::App& parent) {
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   app->add_option("--device", args->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  app->add_option("--kernel", args->kernel,
+                  "kernel family to time ('auto': the one each shape gets on the device)")
+      ->capture_default_str();
   app->add_option("--csv", args->csv, "also write the results as CSV to FILE");
   app->add_option("--plot", args->plot,
                   "roofline-style PNG (GB/s vs TFLOP/s against 4530 GB/s and 772 TFLOP/s), drawn "
                   "by a python3+matplotlib script written next to it");
   app->add_flag("--json", args->json, "print the results as JSON on stdout");
+  app->add_flag("--dry-run", args->dry_run,
+                "print the shapes and the peer times they are compared with, without a GPU");
   return {app, [args, app] { return run_bench(*args, *app); }};
 }
 

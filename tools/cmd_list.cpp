@@ -14,11 +14,10 @@ struct ListArgs {
 };
 
 int run_list(const ListArgs& args) {
-  jit::DiskCache cache(cache_options_for(args.cache_dir));
-  std::vector<jit::CacheListing> listings = cache.list();
-  std::stable_sort(listings.begin(), listings.end(), [](const auto& a, const auto& b) {
-    return spec_of_key_text(a.key_text) < spec_of_key_text(b.key_text);
-  });
+  KernelCache cache(cache_settings_for(args.cache_dir));
+  std::vector<CacheEntryInfo> listings = cache.list();
+  std::stable_sort(listings.begin(), listings.end(),
+                   [](const auto& a, const auto& b) { return a.spec_text < b.spec_text; });
   uint64_t bytes = 0;
   size_t bad = 0;
   for (const auto& listing : listings) {

@@ -1,5 +1,6 @@
-// `mlajit precompile`: builds the fleet matrix of kernel specs into a cache directory, in
-// parallel, skipping entries that are already there.
+// `mlajit precompile`: builds the fleet matrix of kernel specs (every kernel family's rows, or
+// one family's with --kernel) into a cache directory, in parallel, skipping entries that are
+// already there.
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -10,22 +11,22 @@
 
 #include "cli_support.h"
 #include "commands.h"
-#include "jit/fleet_matrix.h"
-#include "jit/kernel_registry.h"
-#include "jit/nvrtc_compiler.h"
-#include "jit/tile_config.h"
 #include "json_writer.h"
 #include "mlajit/error.h"
+#include "mlajit/fleet.h"
+#include "mlajit/kernel_cache.h"
+#include "mlajit/runtime.h"
 #include "progress.h"
 
 namespace mlajit::cli {
 namespace {
 
 struct PrecompileArgs {
+  std::string kernel = "auto";
   std::vector<std::string> archs{"all"};
-  std::vector<std::string> dtypes{"bf16", "f16"};
-  std::vector<std::string> head_dims{"512/64", "256/32"};
-  std::vector<int> causal{0, 1};
+  std::vector<std::string> dtypes;     // empty: every family row's
+  std::vector<std::string> head_dims;  // empty: every family row's
+  std::vector<int> causal;             // empty: both
   std::string profile;
   bool all_tiers = false;
   int jobs = 0;
@@ -43,8 +44,8 @@ struct Outcome {
   std::string error;
 };
 
-// "SMEM_PER_SM" or "SMEM_PER_SM/SMEM_PER_BLOCK", each a size (233472, 228K).
-jit::SmemOverride parse_profile(const std::string& text) {
+// "SMEM_PER_SM" or "SMEM_PER_SM/SMEM_PER_BLOCK", each a size (233472, 228K), into `options`.
+void parse_profile(const std::string& text, FleetOptions* options) {
   const auto parts = split_list(text, '/');
   if (parts.empty() || parts.size() > 2) {
     throw UsageError(fmt::format(
@@ -55,33 +56,30 @@ jit::SmemOverride parse_profile(const std::string& text) {
   if (per_sm == 0 || per_block == 0 || per_sm > (1u << 30) || per_block > (1u << 30)) {
     throw UsageError(fmt::format("--profile '{}': shared memory sizes must be in 1..1G bytes", text));
   }
-  return {static_cast<int>(per_sm), static_cast<int>(per_block)};
+  options->smem_per_sm = static_cast<int>(per_sm);
+  options->smem_per_block_optin = static_cast<int>(per_block);
 }
 
-jit::FleetMatrixOptions matrix_options(const PrecompileArgs& args) {
-  jit::FleetMatrixOptions options;
+// The matrix options; a head-dims pair no family computes is a usage error (the library
+// rejects it while building the matrix, see run_precompile).
+FleetOptions matrix_options(const PrecompileArgs& args) {
+  FleetOptions options;
+  check_kernel_option(args.kernel);
+  options.kernel = args.kernel;
   const bool all_archs = std::find(args.archs.begin(), args.archs.end(), "all") != args.archs.end();
   if (!all_archs) options.archs = args.archs;
-  as_usage("--arch", [&] {
-    for (const auto& arch : options.archs) jit::device_profile(arch);  // names the known archs
-  });
   as_usage("--dtype", [&] {
-    options.dtypes.clear();
     for (const auto& dtype : args.dtypes) options.dtypes.push_back(parse_dtype(dtype));
   });
-  as_usage("--head-dims", [&] {
-    options.head_dims.clear();
-    for (const auto& dims : args.head_dims) options.head_dims.push_back(jit::parse_head_dims(dims));
-  });
-  options.causal.clear();
+  options.head_dims = args.head_dims;
   for (int causal : args.causal) options.causal.push_back(causal != 0);
-  if (!args.profile.empty()) options.smem = parse_profile(args.profile);
+  if (!args.profile.empty()) parse_profile(args.profile, &options);
   options.all_tiers = args.all_tiers;
   return options;
 }
 
-jit::CacheOptions precompile_cache_options(const std::string& out) {
-  if (out.empty()) return jit::CacheOptions::from_environment();
+KernelCache precompile_cache(const std::string& out) {
+  if (out.empty()) return KernelCache(CacheSettings::from_environment());
   std::error_code error;
   std::filesystem::create_directories(out, error);
   if (error) {
@@ -90,19 +88,24 @@ jit::CacheOptions precompile_cache_options(const std::string& out) {
   }
   // A fresh layer of its own: entries of the user or shipped caches must not count as "cached"
   // here, since this directory is what gets shipped.
-  jit::CacheOptions options;
-  options.user_dir = out;
-  return options;
+  CacheSettings settings;
+  settings.user_dir = out;
+  KernelCache cache(settings);
+  if (!cache.user_dir_writable()) {
+    // The cache would keep the kernels in memory only: nothing would reach the directory.
+    throw Error(ErrorCode::kIoError, fmt::format("--out: directory '{}' is not writable", out));
+  }
+  return cache;
 }
 
-Outcome compile_one(jit::KernelRegistry& registry, const KernelSpec& spec) {
+Outcome compile_one(KernelCache& cache, const KernelSpec& spec) {
   Outcome outcome;
   const auto start = std::chrono::steady_clock::now();
   try {
-    const jit::CompiledKernel kernel = registry.compile(spec);
-    outcome.status = kernel.from_cache ? "cached" : "compiled";
-    outcome.bytes = kernel.image.size();
-    outcome.key = kernel.key.hex;
+    const PrecompileResult result = cache.precompile(spec);
+    outcome.status = result.from_cache ? "cached" : "compiled";
+    outcome.bytes = result.bytes;
+    outcome.key = result.key;
   } catch (const Error& e) {
     outcome.status = "failed";
     outcome.error = fmt::format("{}: {}", error_code_name(e.code()), e.what());
@@ -115,17 +118,17 @@ Outcome compile_one(jit::KernelRegistry& registry, const KernelSpec& spec) {
   return outcome;
 }
 
-// A pool of `jobs` threads taking specs in matrix order; KernelRegistry::compile is safe to
+// A pool of `jobs` threads taking specs in matrix order; KernelCache::precompile is safe to
 // call concurrently (one build per key).
-std::vector<Outcome> compile_all(jit::KernelRegistry& registry, const std::vector<KernelSpec>& specs,
-                                 int jobs, Progress& progress) {
+std::vector<Outcome> compile_all(KernelCache& cache, const std::vector<FleetSpec>& specs, int jobs,
+                                 Progress& progress) {
   std::vector<Outcome> outcomes(specs.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < specs.size(); i = next++) {
-      outcomes[i] = compile_one(registry, specs[i]);
+      outcomes[i] = compile_one(cache, specs[i].spec);
       progress.item_done(outcomes[i].status == "failed" ? "FAILED" : outcomes[i].status,
-                         specs[i].text());
+                         specs[i].spec.text());
     }
   };
   const size_t threads = std::min<size_t>(std::max(jobs, 1), specs.size());
@@ -155,13 +158,13 @@ Summary summarize(const std::vector<Outcome>& outcomes) {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-void print_text(const std::vector<KernelSpec>& specs, const std::vector<Outcome>& outcomes,
+void print_text(const std::vector<FleetSpec>& specs, const std::vector<Outcome>& outcomes,
                 const Summary& summary, double wall, const std::string& dir) {
   bool first_failure = true;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (outcomes[i].status != "failed") continue;
     // The first failure in full (it carries the NVRTC log), the rest by their first line.
-    std::printf("FAILED %s\n  %s\n", specs[i].text().c_str(),
+    std::printf("FAILED %s\n  %s\n", specs[i].spec.text().c_str(),
                 first_failure ? outcomes[i].error.c_str() : first_line(outcomes[i].error).c_str());
     first_failure = false;
   }
@@ -174,13 +177,14 @@ void print_text(const std::vector<KernelSpec>& specs, const std::vector<Outcome>
   if (!dir.empty()) std::printf("cache directory: %s\n", dir.c_str());
 }
 
-Json json_report(const std::vector<KernelSpec>& specs, const std::vector<Outcome>& outcomes,
+Json json_report(const std::vector<FleetSpec>& specs, const std::vector<Outcome>& outcomes,
                  const Summary& summary, double wall, const std::string& dir, int jobs) {
   Json entries = Json::array();
   for (size_t i = 0; i < specs.size(); ++i) {
     Json entry = Json::object();
-    entry.set("spec", specs[i].text()).set("arch", specs[i].arch);
-    entry.set("tier", jit::tier_of(specs[i].tile)).set("status", outcomes[i].status);
+    entry.set("spec", specs[i].spec.text()).set("arch", specs[i].spec.arch);
+    entry.set("family", specs[i].spec.family).set("tier", specs[i].tier);
+    entry.set("status", outcomes[i].status);
     entry.set("bytes", outcomes[i].bytes).set("seconds", outcomes[i].seconds);
     if (!outcomes[i].key.empty()) entry.set("key", outcomes[i].key);
     if (!outcomes[i].error.empty()) entry.set("error", outcomes[i].error);
@@ -194,24 +198,24 @@ Json json_report(const std::vector<KernelSpec>& specs, const std::vector<Outcome
   return report;
 }
 
-void print_matrix(const std::vector<KernelSpec>& specs, bool json) {
+void print_matrix(const std::vector<FleetSpec>& specs, bool json) {
   if (json) {
     Json list = Json::array();
-    for (const auto& spec : specs) list.push(spec.text());
+    for (const auto& entry : specs) list.push(entry.spec.text());
     Json report = Json::object();
     report.set("specs", specs.size()).set("matrix", std::move(list));
     std::printf("%s\n", report.dump().c_str());
     return;
   }
-  for (const auto& spec : specs) std::printf("%s\n", spec.text().c_str());
+  for (const auto& entry : specs) std::printf("%s\n", entry.spec.text().c_str());
   std::printf("%zu specs\n", specs.size());
 }
 
 int run_precompile(const PrecompileArgs& args) {
-  const std::vector<KernelSpec> specs = [&] {
-    std::vector<KernelSpec> built;
+  const std::vector<FleetSpec> specs = [&] {
+    std::vector<FleetSpec> built;
     const auto options = matrix_options(args);
-    as_usage("precompile matrix", [&] { built = jit::fleet_matrix(options); });
+    as_usage("precompile matrix", [&] { built = fleet_matrix(options); });
     return built;
   }();
   if (args.dry_run) {
@@ -219,15 +223,15 @@ int run_precompile(const PrecompileArgs& args) {
     return kExitOk;
   }
   const int jobs = args.jobs > 0 ? args.jobs : std::max(1u, std::thread::hardware_concurrency());
-  const auto& compiler = jit::NvrtcCompiler::instance();
-  if (!compiler.available()) {
+  const CompilerInfo compiler = compiler_info();
+  if (!compiler.available) {
     std::fprintf(stderr, "mlajit precompile: warning: NVRTC unavailable (%s); only entries "
-                 "already cached can be served\n", compiler.unavailable_reason().c_str());
+                 "already cached can be served\n", compiler.unavailable_reason.c_str());
   }
-  jit::KernelRegistry registry(precompile_cache_options(args.out));
-  const std::string dir = registry.cache().options().user_dir;
+  KernelCache cache = precompile_cache(args.out);
+  const std::string dir = cache.settings().user_dir;
   Progress progress(specs.size(), !args.quiet);
-  const auto outcomes = compile_all(registry, specs, jobs, progress);
+  const auto outcomes = compile_all(cache, specs, jobs, progress);
   const double wall = progress.elapsed_seconds();
   const Summary summary = summarize(outcomes);
   if (args.json) {
@@ -238,30 +242,50 @@ int run_precompile(const PrecompileArgs& args) {
   return summary.failed == 0 ? kExitOk : kExitFailure;
 }
 
+// "bf16,f16" / "512/64,256/32": what the families' rows hold (on every arch), for the help
+// text.
+std::string row_values(const std::function<std::string(const KernelSpec&)>& value) {
+  std::vector<std::string> values;
+  for (const FleetSpec& entry : fleet_matrix()) {
+    const std::string text = value(entry.spec);
+    if (std::find(values.begin(), values.end(), text) == values.end()) values.push_back(text);
+  }
+  return fmt::format("{}", fmt::join(values, ","));
+}
+
 }  // namespace
 
 Command add_precompile_command(CLI::App& parent) {
   auto args = std::make_shared<PrecompileArgs>();
   CLI::App* app = parent.add_subcommand(
       "precompile",
-      "Compile the matrix of kernel specs (arch x dtype x head dims x causal) into a cache "
-      "directory, so that GPUs of those archs start without compiling. Entries already present "
-      "are skipped. Exits 1 when any spec fails to compile.");
+      "Compile the matrix of kernel specs (arch x kernel family x the family's rows of dtype, "
+      "head dims and causal) into a cache directory, so that GPUs of those archs start without "
+      "compiling. Entries already present are skipped. Exits 1 when any spec fails to compile, "
+      "or when the family asked for cannot build an asked row (saying why).");
+  app->add_option("--kernel", args->kernel,
+                  "kernel family whose rows to build, or 'auto' for every family's")
+      ->capture_default_str();
   app->add_option("--arch", args->archs,
                   "target archs, comma-separated (sm_80,sm_90,...), or 'all' for every profiled "
                   "arch")
       ->delimiter(',')
       ->capture_default_str();
-  app->add_option("--dtype", args->dtypes, "dtypes of q/kv/out: bf16,f16")
+  app->add_option("--dtype", args->dtypes,
+                  "only rows of these dtypes of q/kv/out (default: every row's: " +
+                      row_values([](const KernelSpec& s) { return std::string(dtype_name(s.q_dtype)); }) +
+                      ")")
+      ->delimiter(',');
+  app->add_option("--head-dims", args->head_dims,
+                  "only rows of these CKV/KPE head-dim pairs (default: every row's: " +
+                      row_values([](const KernelSpec& s) {
+                        return fmt::format("{}/{}", s.head_dim_ckv, s.head_dim_kpe);
+                      }) +
+                      ")")
+      ->delimiter(',');
+  app->add_option("--causal", args->causal, "only rows of these causal settings (default: 0,1)")
       ->delimiter(',')
-      ->capture_default_str();
-  app->add_option("--head-dims", args->head_dims, "CKV/KPE head-dim pairs: 512/64,256/32")
-      ->delimiter(',')
-      ->capture_default_str();
-  app->add_option("--causal", args->causal, "causal settings to build: 0,1")
-      ->delimiter(',')
-      ->check(CLI::Range(0, 1))
-      ->capture_default_str();
+      ->check(CLI::Range(0, 1));
   app->add_option("--profile", args->profile,
                   "SMEM_PER_SM[/SMEM_PER_BLOCK]: shared-memory limits (bytes, or 228K) used for "
                   "every arch instead of its device profile");

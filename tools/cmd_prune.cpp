@@ -17,7 +17,7 @@ struct PruneArgs {
   bool json = false;
 };
 
-uint64_t user_layer_bytes(const jit::DiskCache& cache) {
+uint64_t user_layer_bytes(const KernelCache& cache) {
   uint64_t bytes = 0;
   for (const auto& listing : cache.list()) {
     if (listing.layer == "user") bytes += listing.bytes;
@@ -29,8 +29,8 @@ int run_prune(const PruneArgs& args) {
   const uint64_t max_bytes = parse_size(args.max_size);
   std::optional<std::chrono::seconds> older_than;
   if (!args.older_than.empty()) older_than = parse_duration(args.older_than);
-  jit::DiskCache cache(cache_options_for(args.cache_dir));
-  if (cache.options().user_dir.empty()) {
+  KernelCache cache(cache_settings_for(args.cache_dir));
+  if (cache.settings().user_dir.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
                 "no user cache directory to prune (set MLAJIT_CACHE_DIR or pass --cache-dir)");
   }
@@ -42,7 +42,7 @@ int run_prune(const PruneArgs& args) {
     Json entries = Json::array();
     for (const auto& listing : removed) entries.push(listing_json(listing));
     Json report = Json::object();
-    report.set("dir", cache.options().user_dir).set("max_bytes", max_bytes);
+    report.set("dir", cache.settings().user_dir).set("max_bytes", max_bytes);
     if (older_than) report.set("older_than_seconds", older_than->count());
     report.set("removed_count", removed.size()).set("removed_bytes", removed_bytes);
     report.set("remaining_bytes", remaining).set("removed", std::move(entries));
@@ -51,7 +51,7 @@ int run_prune(const PruneArgs& args) {
   }
   if (!removed.empty()) listing_table(removed).print(stdout);
   std::printf("removed %zu entries (%s) from %s; %s remain (budget %s)\n", removed.size(),
-              human_bytes(removed_bytes).c_str(), cache.options().user_dir.c_str(),
+              human_bytes(removed_bytes).c_str(), cache.settings().user_dir.c_str(),
               human_bytes(remaining).c_str(), human_bytes(max_bytes).c_str());
   return kExitOk;
 }

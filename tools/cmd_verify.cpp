@@ -5,13 +5,12 @@
 
 #include <fmt/format.h>
 
-#include "attention/mla_check.h"
+#include "check/mla_check.h"
 #include "cli_support.h"
 #include "commands.h"
-#include "driver/cuda_driver.h"
-#include "jit/tile_config.h"
 #include "json_writer.h"
 #include "mlajit/error.h"
+#include "mlajit/runtime.h"
 
 namespace mlajit::cli {
 namespace {
@@ -23,6 +22,7 @@ struct VerifyArgs {
   bool json = false;
   bool quick = false;
   int device = 0;
+  std::string kernel = "auto";
   uint64_t seed = 20261129;
 };
 
@@ -60,7 +60,8 @@ const std::vector<CaseShape>& verify_shapes() {
   return shapes;
 }
 
-MlaCheckCase make_case(const CaseShape& shape, int device, uint64_t seed) {
+MlaCheckCase make_case(const CaseShape& shape, int device, const std::string& kernel,
+                       uint64_t seed) {
   MlaShape mla;
   mla.num_heads = shape.heads;
   mla.page_size = shape.page;
@@ -70,6 +71,7 @@ MlaCheckCase make_case(const CaseShape& shape, int device, uint64_t seed) {
   mla.head_dim_kpe = shape.kpe;
   MlaCheckCase check = make_random_case(shape.name, mla, 6, shape.q_len, 1, 1100, seed);
   check.options.device = device;
+  check.options.kernel = kernel;
   check.options.force_tier = shape.force_tier;
   check.options.force_two_launch = shape.two_launch;
   return check;
@@ -85,33 +87,38 @@ struct CaseOutcome {
   bool passed = false;
 };
 
-// A forced tier that needs more shared memory than the device has is not a failure of the
-// kernel: the case is skipped, saying so.
-std::string tier_does_not_fit(const CaseShape& shape, const driver::DeviceInfo& device) {
-  if (shape.force_tier == 0) return "";
-  KernelSpec spec;
-  spec.q_dtype = spec.kv_dtype = spec.o_dtype = shape.dtype;
-  spec.head_dim_ckv = shape.ckv;
-  spec.head_dim_kpe = shape.kpe;
-  const TileConfig tile = jit::tile_tier(shape.force_tier);
-  if (jit::tile_fits(spec, tile, device.smem_per_sm, device.smem_per_block_optin)) return "";
-  const int bytes = jit::mla_shared_storage_bytes(spec, tile);
+// A case the named family cannot compute (its head dims, its arch) and a forced tier that needs
+// more shared memory than the device has are not failures of the kernel: the case is skipped,
+// saying so.
+std::string case_does_not_apply(const MlaCheckCase& check, const DeviceSummary& device) {
+  TileChoice choice;
+  try {
+    choice = tile_for(device.ordinal, check.shape, check.options);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnsupported || check.options.kernel == "auto") throw;
+    return e.what();
+  }
+  if (check.options.force_tier == 0 || choice.shared_bytes <= device.smem_per_block_optin) {
+    return "";
+  }
   return fmt::format("tier {} needs {} B of shared memory; the device has {} B per block",
-                     shape.force_tier, bytes, device.smem_per_block_optin);
+                     check.options.force_tier, choice.shared_bytes, device.smem_per_block_optin);
 }
 
-CaseOutcome run_case(const CaseShape& shape, const driver::DeviceInfo& device, uint64_t seed) {
+CaseOutcome run_case(const CaseShape& shape, const VerifyArgs& args,
+                     const DeviceSummary& device, uint64_t seed) {
   CaseOutcome outcome;
   outcome.shape = &shape;
   outcome.seed = seed;
   outcome.tolerance = shape.dtype == DType::kBFloat16 ? kBf16Tolerance : kFp16Tolerance;
-  outcome.skipped = tier_does_not_fit(shape, device);
-  if (!outcome.skipped.empty()) {
-    outcome.passed = true;  // counts as no failure
-    return outcome;
-  }
   try {
-    outcome.result = run_mla_check(make_case(shape, device.ordinal, seed));
+    const MlaCheckCase check = make_case(shape, device.ordinal, args.kernel, seed);
+    outcome.skipped = case_does_not_apply(check, device);
+    if (!outcome.skipped.empty()) {
+      outcome.passed = true;  // counts as no failure
+      return outcome;
+    }
+    outcome.result = run_mla_check(check);
     outcome.passed = outcome.result.passed(outcome.tolerance);
   } catch (const Error& e) {
     outcome.error = fmt::format("{}: {}", error_code_name(e.code()), e.what());
@@ -122,11 +129,11 @@ CaseOutcome run_case(const CaseShape& shape, const driver::DeviceInfo& device, u
 }  // namespace
 
 void require_gpu(const char* command, int device) {
-  if (!driver::driver_available()) {
+  if (!driver_available()) {
     throw Error(ErrorCode::kNoDriver,
-                fmt::format("{} needs a GPU: {}", command, driver::driver_unavailable_reason()));
+                fmt::format("{} needs a GPU: {}", command, driver_unavailable_reason()));
   }
-  const int count = driver::device_count();
+  const int count = device_count();
   if (device >= count) {
     throw Error(ErrorCode::kNoDevice,
                 fmt::format("{} needs a GPU: device {} requested, {} present", command,
@@ -167,7 +174,7 @@ void print_table(const std::vector<CaseOutcome>& outcomes) {
   }
 }
 
-Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const driver::DeviceInfo& device,
+Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const DeviceSummary& device,
                    size_t failures) {
   Json cases = Json::array();
   for (const auto& o : outcomes) {
@@ -187,19 +194,20 @@ Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const driver::Devic
     cases.push(std::move(entry));
   }
   Json report = Json::object();
-  report.set("device", device.name).set("arch", device.arch());
+  report.set("device", device.name).set("arch", device.arch);
   report.set("cases", outcomes.size()).set("failures", failures).set("results", std::move(cases));
   return report;
 }
 
 int run_verify(const VerifyArgs& args) {
+  check_kernel_option(args.kernel);
   require_gpu("verify", args.device);
-  const driver::DeviceInfo device = driver::device_info(args.device);
+  const DeviceSummary device = device_summary(args.device);
   std::vector<CaseOutcome> outcomes;
   uint64_t seed = args.seed;
   for (const auto& shape : verify_shapes()) {
     if (args.quick && !shape.quick) continue;
-    outcomes.push_back(run_case(shape, device, seed++));
+    outcomes.push_back(run_case(shape, args, device, seed++));
     if (!args.json) {
       std::fprintf(stderr, "%-40s %s\n", shape.name, verdict(outcomes.back()).c_str());
     }
@@ -209,7 +217,7 @@ int run_verify(const VerifyArgs& args) {
   if (args.json) {
     std::printf("%s\n", outcomes_json(outcomes, device, failures).dump().c_str());
   } else {
-    std::printf("%s (%s), first seed %llu\n", device.name.c_str(), device.arch().c_str(),
+    std::printf("%s (%s), first seed %llu\n", device.name.c_str(), device.arch.c_str(),
                 static_cast<unsigned long long>(args.seed));
     print_table(outcomes);
     size_t skipped = 0;
@@ -233,6 +241,9 @@ Command add_verify_command(CLI::App& parent) {
   app->add_flag("--json", args->json, "print the results as JSON on stdout");
   app->add_flag("--quick", args->quick, "a subset of five cases");
   app->add_option("--device", args->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
+  app->add_option("--kernel", args->kernel,
+                  "kernel family to check ('auto': the one each shape gets on the device)")
+      ->capture_default_str();
   app->add_option("--seed", args->seed, "seed of the first case (each next case adds 1)")
       ->capture_default_str();
   return {app, [args] { return run_verify(*args); }};

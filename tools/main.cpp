@@ -9,6 +9,7 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "mlajit/error.h"
+#include "mlajit/runtime.h"
 
 namespace {
 
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   CLI::App app{"mlajit: precompile, inspect and check the JIT-compiled MLA attention kernels.\n"
                "Exit codes: 0 ok, 1 failure, 2 usage error.",
                "mlajit"};
-  app.set_version_flag("--version", MLAJIT_VERSION_STRING);
+  app.set_version_flag("--version", std::string(mlajit::version()));  // the loaded library's
   app.require_subcommand(1);
   const std::vector<Command> commands{add_precompile_command(app), add_list_command(app),
                                       add_info_command(app),       add_verify_command(app),

@@ -15,6 +15,7 @@
 // Thread safety: one object must not be used from two threads at once; distinct objects may.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mlajit/compile_mode.h"
@@ -30,22 +31,31 @@ struct MlaShape {
   int head_dim_ckv = 512;     // compressed KV (and output) width: 512 (DeepSeek) or 256 (MiniCPM3)
   int head_dim_kpe = 64;      // rope part: 64 with 512, 32 with 256
   int page_size = 64;         // KV tokens per page, >= 1
-  DType dtype = DType::kBFloat16;  // of q, the KV cache and the output alike
+  DType dtype = DType::kBFloat16;  // of the queries and the output: bf16 or f16
+  std::optional<DType> kv_dtype;   // of the KV cache; unset: the same as dtype. e4m3 is a value
+                                   // the kernel families may refuse (none has an FP8 path yet)
   bool causal = false;        // bottom-right aligned: query i of a request sees t <= kv_len - q_len + i
+
+  DType effective_kv_dtype() const { return kv_dtype.value_or(dtype); }
 };
 
 enum class LseBase : int { kBase2 = 0, kNatural = 1 };
 
 struct MlaOptions {
   int device = -1;              // CUDA device ordinal; -1: the current context's device, else 0
+  std::string kernel = "auto";  // kernel family: "auto" (the best that serves the shape on the
+                                // device) or a name from kernel_families() (runtime.h), e.g.
+                                // "portable"; an unknown name is Error(kInvalidArgument), a family
+                                // that cannot serve the shape Error(kUnsupported) saying why
   int force_tier = 0;           // 0: from the device's shared memory; 1..3: force a tile tier (debug)
   int cluster_size = 0;         // 0: chosen per plan; 1 or 2: pinned (keeps the grid and the
                                 // launch sequence fixed across plans: use it with CUDA graphs)
   bool force_two_launch = false;  // use the non-cooperative attention + merge path
   LseBase lse_base = LseBase::kBase2;
   uint64_t workspace_bytes = 0;   // reserve this much device workspace up front (0: grow on
-                                  // demand); nearly all of it holds partial rows (512 x 2 + 4 B
-                                  // each): B=128 decode at L=16384 needs ~48 MiB on an H200
+                                  // demand); nearly all of it holds partial rows (ckv outputs of
+                                  // the output dtype + 4 B each: 512 x 2 + 4 B for DeepSeek bf16):
+                                  // B=128 decode at L=16384 needs ~48 MiB on an H200
   bool validate_kv_indices = false;  // plan() requires host kv_indices and checks every page id
   // Where this object's kernel compiles, on a cache miss (compile_mode.h): kDefault follows
   // MLAJIT_COMPILE_MODE (default: a helper process, so an NVRTC crash is an Error).
@@ -53,8 +63,10 @@ struct MlaOptions {
 };
 
 // Device pointers and strides (in elements) for one run. The last dimension of every tensor
-// must be contiguous; pointers 16-byte aligned and strides multiples of 8 elements, so that
-// one concatenated [page][token][ckv+kpe] cache works (kpe = ckv + head_dim_ckv).
+// must be contiguous; pointers 16-byte aligned and strides multiples of 16 bytes (8 elements
+// of a 16-bit dtype), so that one concatenated [page][token][ckv+kpe] cache works
+// (kpe = ckv + head_dim_ckv). q_nope, q_pe and out are of the shape's dtype, ckv and kpe of
+// its KV dtype.
 struct MlaRunArgs {
   const void* q_nope = nullptr;  // [num_tokens][num_heads][head_dim_ckv]
   int64_t q_nope_stride_token = 0, q_nope_stride_head = 0;
@@ -88,7 +100,7 @@ struct MlaPlanInfo {
   int grid_ctas = 0;
   int work_items = 0;
   int split_tiles_rows = 0;  // partial rows in use
-  int tier = 0;              // 1..3
+  int tier = 0;              // 1..3 (0: the family has no tiers)
   bool two_launch = false;
   double busiest_to_mean = 0;  // modelled load balance over CTA pairs
   uint64_t workspace_bytes = 0;         // device workspace allocated now

@@ -8,11 +8,13 @@
 
 namespace mlajit {
 
-enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
+// kFloat8E4M3 is a KV-cache format only: queries and output are 16-bit.
+enum class DType : int { kFloat16 = 0, kBFloat16 = 1, kFloat8E4M3 = 2 };
 
-MLAJIT_API const char* dtype_name(DType dtype) noexcept;  // "f16" / "bf16"
+MLAJIT_API const char* dtype_name(DType dtype) noexcept;  // "f16" / "bf16" / "e4m3"
 MLAJIT_API DType parse_dtype(const std::string& text);    // throws Error(kInvalidArgument)
-MLAJIT_API int dtype_size(DType dtype) noexcept;          // bytes per element
+// Bytes per element (2, 2, 1); 0 for a value outside the enum. The one owner of element sizes.
+MLAJIT_API int dtype_size(DType dtype) noexcept;
 
 // One shared-memory configuration of the MLA kernel (the reference's three tiers are the
 // candidates; see tile_config.h for how one is chosen).
@@ -27,7 +29,7 @@ struct MLAJIT_API TileConfig {
 };
 
 struct MLAJIT_API KernelSpec {
-  std::string family = "mla_fa2";  // kernel family; "grid_barrier_demo" for the JIT demo
+  std::string family = "portable";  // kernel family, or a utility program ("grid_barrier_demo")
   DType q_dtype = DType::kBFloat16;
   DType kv_dtype = DType::kBFloat16;
   DType o_dtype = DType::kBFloat16;
@@ -38,7 +40,7 @@ struct MLAJIT_API KernelSpec {
   std::string arch = "sm_90";  // NVRTC target: "sm_80", "sm_90a", "compute_90" (PTX), ...
 
   // Canonical text, e.g.
-  // "mla_fa2;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"
+  // "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"
   std::string text() const;
   // Inverse of text(); throws Error(kInvalidArgument) naming the offending field.
   static KernelSpec parse(const std::string& text);

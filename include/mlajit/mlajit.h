@@ -58,6 +58,8 @@ typedef enum mlajit_status {
 typedef enum mlajit_dtype {
   MLAJIT_FLOAT16 = 0,
   MLAJIT_BFLOAT16 = 1,
+  MLAJIT_FLOAT8_E4M3 = 2,    /* a KV-cache format only (mlajit_shape.kv_dtype); since 0.2.0 */
+  MLAJIT_KV_DTYPE_SAME = -1, /* mlajit_shape.kv_dtype only: the shape's dtype */
   MLAJIT_DTYPE_MIN_ENUM_ = -0x7fffffff - 1,
   MLAJIT_DTYPE_MAX_ENUM_ = 0x7fffffff
 } mlajit_dtype;
@@ -80,7 +82,7 @@ typedef enum mlajit_compile_mode {
 
 /* ---- version and errors ------------------------------------------------------------- */
 
-/* The loaded library's version, e.g. "0.1.0" (MLAJIT_VERSION_STRING is the header's). */
+/* The loaded library's version, e.g. "0.2.0" (MLAJIT_VERSION_STRING is the header's). */
 MLAJIT_API const char* mlajit_version(void);
 /* The same as numbers; any pointer may be NULL. */
 MLAJIT_API void mlajit_version_numbers(int* major, int* minor, int* patch);
@@ -101,8 +103,10 @@ typedef struct mlajit_shape {
   int32_t head_dim_ckv; /* 512 (with kpe 64) or 256 (with kpe 32) */
   int32_t head_dim_kpe;
   int32_t page_size;    /* KV tokens per page, >= 1 */
-  mlajit_dtype dtype;   /* of q, the KV cache and the output alike */
+  mlajit_dtype dtype;   /* of q and the output: MLAJIT_BFLOAT16 or MLAJIT_FLOAT16 */
   int32_t causal;       /* 0/1; bottom-right aligned */
+  /* Appended in 0.2.0; a struct_size without it (an older header) is still accepted. */
+  mlajit_dtype kv_dtype; /* of the KV cache; MLAJIT_KV_DTYPE_SAME (default): dtype */
 } mlajit_shape;
 
 typedef struct mlajit_options {
@@ -114,10 +118,12 @@ typedef struct mlajit_options {
   mlajit_lse_base lse_base;
   uint64_t workspace_bytes;   /* device workspace reserved up front (0: grow on demand) */
   int32_t validate_kv_indices; /* 0/1: plan() checks every host page id against num_pages */
-  /* Appended after 0.1.1; a struct_size without them (an older header) is still accepted. */
-  int32_t reserved;           /* the older layout's tail padding: never read, so that bytes
-                                 an older program left there cannot pass for a field */
+  /* Appended in 0.2.0; a struct_size without them (an older header) is still accepted. */
+  const char* kernel; /* kernel family: NULL or "auto" (the best for the shape and device), or a
+                         name from mlajit_kernel_family_get(); read during create only */
   mlajit_compile_mode compile_mode; /* where this object's kernel compiles on a cache miss */
+  int32_t reserved;   /* names the tail padding, never read: a field appended later then starts
+                         past every byte an older program's struct_size covers */
 } mlajit_options;
 
 /* Ragged batch: host arrays, read during mlajit_attention_plan() only. */
@@ -203,16 +209,31 @@ typedef struct mlajit_device_info {
 typedef struct mlajit_tile_info {
   size_t struct_size;
   int32_t num_stages, kv_tile, qk_shard, q_tile;
-  int32_t tier;         /* 1..3 */
+  int32_t tier;         /* 1..3; 0: the family has no tiers */
   int32_t shared_bytes; /* dynamic shared memory of one CTA */
   char spec_text[512];
+  /* Appended in 0.2.0; a struct_size without it (an older header) is still accepted. */
+  char family[64];      /* the kernel family, e.g. "portable" */
 } mlajit_tile_info;
+
+/* A kernel family: one way of computing MLA on a class of GPUs (mlajit_options.kernel). */
+typedef struct mlajit_kernel_family_info {
+  size_t struct_size;
+  char name[64];        /* e.g. "portable"; also the first field of its spec texts */
+  char summary[512];
+  char head_dims[256];  /* the CKV/KPE pairs it computes, ','-joined: "512/64,256/32" */
+  char archs[512];      /* the profiled archs it serves, ','-joined: "sm_80,sm_86,..." */
+} mlajit_kernel_family_info;
 
 /* 1 when the CUDA driver loads and initialises, else 0 (the reason: mlajit_last_error()). */
 MLAJIT_API int mlajit_driver_available(void);
 MLAJIT_API mlajit_status mlajit_device_count(int* count);
 MLAJIT_API mlajit_status mlajit_device_info_get(int ordinal, mlajit_device_info* info);
-/* The tile config a shape gets on a device, or on an arch's built-in profile (no GPU). */
+/* The families, in the order "auto" prefers them: index 0 .. count - 1. No GPU needed. */
+MLAJIT_API mlajit_status mlajit_kernel_family_count(int* count);
+MLAJIT_API mlajit_status mlajit_kernel_family_get(int index, mlajit_kernel_family_info* info);
+/* The kernel (family, tile config, spec) a shape gets on a device, or on an arch's built-in
+ * profile (no GPU). */
 MLAJIT_API mlajit_status mlajit_tile_for_device(int ordinal, const mlajit_shape* shape,
                                                 mlajit_tile_info* info);
 MLAJIT_API mlajit_status mlajit_tile_for_arch(const char* arch, const mlajit_shape* shape,
@@ -239,7 +260,7 @@ typedef struct mlajit_precompile_result {
 } mlajit_precompile_result;
 
 MLAJIT_API mlajit_status mlajit_cache_stats_get(mlajit_cache_stats* stats);
-/* Compiles the kernel of a spec text (as `mlajit list` prints, e.g. "mla_fa2;q=bf16;...;
+/* Compiles the kernel of a spec text (as `mlajit list` prints, e.g. "portable;q=bf16;...;
  * arch=sm_90") into the cache. Needs NVRTC, no GPU. `result` may be NULL. */
 MLAJIT_API mlajit_status mlajit_precompile(const char* spec_text,
                                            mlajit_precompile_result* result);

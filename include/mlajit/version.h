@@ -5,10 +5,10 @@
  * CMake checks at configure time that these numbers equal project(mlajit VERSION ...).
  * Pure C: this header is included by mlajit.h. */
 #define MLAJIT_VERSION_MAJOR 0
-#define MLAJIT_VERSION_MINOR 1
-#define MLAJIT_VERSION_PATCH 1
+#define MLAJIT_VERSION_MINOR 2
+#define MLAJIT_VERSION_PATCH 0
 #ifndef MLAJIT_VERSION_STRING
-#define MLAJIT_VERSION_STRING "0.1.1"
+#define MLAJIT_VERSION_STRING "0.2.0"
 #endif
 /* One number to compare: MLAJIT_VERSION_NUMBER >= MLAJIT_MAKE_VERSION(0, 2, 0). */
 #define MLAJIT_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))

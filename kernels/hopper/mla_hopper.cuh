@@ -1,6 +1,6 @@
 // The MLA paged-attention kernel of the `hopper` family (sm_90a): wgmma from shared memory,
 // KV tiles brought in by TMA (or a cp.async gather for pages that do not hold whole tiles),
-// two warpgroups with different roles.
+// two warpgroups with different roles and a producer warp.
 //
 // A CTA owns 64 packed query rows (row = token * num_heads + head) by 576 dims: the wgmma M.
 // KV arrives in tiles of 64 tokens through a ring of two stages. Per tile:
@@ -8,14 +8,18 @@
 //    memory once per tile), the online softmax, and its half of O (columns 256-511) from P in
 //    registers; it publishes P (in the tile's kpe region, free once S is done) and the rescale
 //    factor of the tile;
-//  - the loader warpgroup (0) refills the stage of tile i + 2 as soon as tile i is done, and
-//    accumulates its half of O (columns 0-255) from the published P.
-// While the loader works on tile i, the softmax warpgroup is already on tile i + 1, so the
-// tensor cores see one warpgroup's P V next to the other's Q K^T. Named barriers hand the
-// rescale factor and the stage over, each used once per tile in both directions (a warpgroup
-// can never run two arrivals ahead). The host contract (work items, merge records, phases) is
-// mla_params.cuh, as for the portable family: the planner, workspace and merge are shared.
+//  - the output warpgroup (0) accumulates the other half of O (columns 0-255) from the
+//    published P;
+//  - the producer warp (8) refills a stage as soon as both warpgroups have read it: one TMA
+//    thread with the page ids read a tile ahead, or 32 gathering threads.
+// While the output warpgroup works on tile i, the softmax warpgroup is already on tile i + 1,
+// so the tensor cores see one warpgroup's P V next to the other's Q K^T. Per stage, mbarriers
+// say the copy is full, the P and rescale factors are ready (a slot per stage, so the softmax
+// warpgroup may run a tile ahead), and both warpgroups are done with it. The host contract (work
+// items, merge records, phases) is mla_params.cuh, as for the portable family: the planner,
+// workspace and merge are shared.
 #pragma once
+#include "common/block_barrier.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
 #include "common/mla_params.cuh"
@@ -23,24 +27,12 @@
 #include "common/ptx_dtype.cuh"
 #include "common/ptx_math.cuh"
 #include "common/ptx_mma.cuh"
-#include "hopper/tma.cuh"
+#include "hopper/hopper_params.cuh"
+#include "common/ptx_tma.cuh"
+#include "common/work_tile.cuh"
 #include "hopper/wgmma.cuh"
 
 namespace mlajit_kernel {
-
-// A CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned.
-struct alignas(64) TensorMapBytes {
-  uint64_t opaque[16];
-};
-
-// The second kernel parameter: tensor maps of the paged cache as [page][token][column], used
-// when every KV tile lies inside one page (page_size a multiple of 64 and tiles starting on
-// multiples of 64, which the planner guarantees); otherwise the tiles are gathered.
-struct HopperTma {
-  TensorMapBytes ckv;  // box 64 columns x 64 tokens x 1 page, 128-byte swizzle
-  TensorMapBytes kpe;
-  int32_t enabled;
-};
 
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
           bool CAUSAL>
@@ -52,8 +44,14 @@ struct HopperConfig {
   static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
   static constexpr bool kCausal = CAUSAL;
 
-  static constexpr int kThreads = 256;  // the loader and the softmax warpgroup
   static constexpr int kGroupThreads = 128;
+  static constexpr int kConsumerThreads = 2 * kGroupThreads;  // output and softmax warpgroups
+  static constexpr int kProducerThreads = kGroupThreads;
+  static constexpr int kThreads = kConsumerThreads + kProducerThreads;
+  // setmaxnreg: the producer gives up what the consumers need (O is 128 of each one's
+  // registers); 2 x 224 + 56 = 504 = 384 threads x 168, the CTA's allocation at launch.
+  static constexpr int kConsumerRegisters = 224;
+  static constexpr int kProducerRegisters = 56;
   static constexpr int kRows = 64;      // packed query rows per CTA: the wgmma M
   static constexpr int kTile = 64;      // KV tokens per tile: N of Q K^T, K of P V
   static constexpr int kStages = 2;
@@ -76,15 +74,15 @@ struct HopperConfig {
   using Tile = Sw128Tile<kRows>;
   static constexpr int kTileBytes = kRegions * Tile::kRegionBytes;  // Q, or one KV stage
   // Q, the KV stages, the rescale factors of the current tile, the final row sums, the
-  // stage barriers; from a base rounded up to 1 KiB (the swizzle atom: the hardware swizzles
+  // stage barriers and the row sums' barrier; from a base rounded up to 1 KiB (the swizzle atom: the hardware swizzles
   // by address bits), hence the slack.
   static constexpr int kQOffset = 0;
   static constexpr int kKvOffset = kTileBytes;
   static constexpr int kAlphaOffset = (1 + kStages) * kTileBytes;
-  static constexpr int kRowSumOffset = kAlphaOffset + kRows * 4;
+  static constexpr int kRowSumOffset = kAlphaOffset + kStages * kRows * 4;
   static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
-  static constexpr int kSmemBytes = kBarrierOffset + kStages * 8 + kAlignSlack;
+  static constexpr int kSmemBytes = kBarrierOffset + (3 * kStages + 1) * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
                 "the host computed a different shared-memory size for this configuration");
@@ -94,21 +92,18 @@ struct HopperConfig {
 #endif
 };
 
-// Named barriers (0 is __syncthreads): cross-warpgroup hand-overs of 256 threads, and one
-// private barrier per warpgroup.
+// Named barriers, one private to each consumer warpgroup (the whole CTA meets at
+// block_barrier_across_roles, barrier 0).
 enum HopperBarrier : uint32_t {
-  kScoresReady = 1,  // softmax -> loader: P and the rescale factor of tile i are published
-  kAlphaTaken = 2,   // loader -> softmax: the rescale factor slot may be overwritten
-  kStageFree = 3,    // softmax -> loader: done reading tile i's stage
-  kLoaderOnly = 4,
-  kSoftmaxOnly = 5,
+  kOutputOnly = 1,
+  kSoftmaxOnly = 2,
 };
 
 // Shared-memory addresses (32-bit shared window) of the storage.
 template <typename C>
 struct HopperSmem {
   uint32_t q, kv0, full0;
-  float* alpha;    // [kRows]: rescale factor of the current tile's rows
+  float* alpha;    // [kStages][kRows]: rescale factors of each stage's tile
   float* row_sum;  // [kRows]: final row sums
 
   __device__ __forceinline__ static HopperSmem make(unsigned char* dynamic_smem) {
@@ -126,10 +121,21 @@ struct HopperSmem {
   __device__ __forceinline__ uint32_t p(int stage) const {
     return kv(stage) + C::kKpeRegion * C::Tile::kRegionBytes;
   }
+  // A stage's copy has landed / both warpgroups are done reading it.
   __device__ __forceinline__ uint32_t full(int stage) const { return full0 + stage * 8; }
+  __device__ __forceinline__ uint32_t empty(int stage) const {
+    return full0 + (C::kStages + stage) * 8;
+  }
+  // The softmax warpgroup has published the P and rescale factors of the stage's tile.
+  __device__ __forceinline__ uint32_t ready(int stage) const {
+    return full0 + (2 * C::kStages + stage) * 8;
+  }
+  // The softmax warpgroup has written the work item's final row sums (one phase per item).
+  __device__ __forceinline__ uint32_t sums() const { return full0 + 3 * C::kStages * 8; }
 };
 
-// This thread's place: warpgroup (0 loader, 1 softmax), its index there, warp and lane.
+// This thread's place: group (0 output, 1 softmax, 2 the producer warp), its index there,
+// warp and lane.
 // Accumulator rows (of S and O) are 16 warp + lane / 4 and that + 8.
 struct HopperRole {
   int group, index, warp, lane;
@@ -142,21 +148,14 @@ struct HopperRole {
     r.lane = r.index & 31;
     return r;
   }
+  __device__ __forceinline__ bool output() const { return group == 0; }
   __device__ __forceinline__ bool softmax() const { return group == 1; }
   __device__ __forceinline__ int row(int j) const { return 16 * warp + lane / 4 + 8 * j; }
   __device__ __forceinline__ int col(int n8) const { return 8 * n8 + 2 * (lane % 4); }
 };
 
 // What one CTA does for one work item, derived once.
-struct HopperTile {
-  int32_t q_token_base, q_len, kv_page_base, kv_len;
-  int32_t row0;          // packed row of local row 0
-  int32_t rows;          // valid local rows
-  int32_t kv_start;      // first token of the chunk
-  int32_t kv_stop;       // one past the last token any row of the tile sees
-  int32_t num_tiles;     // KV tiles in [kv_start, kv_stop)
-  int32_t unmasked_end;  // tokens below this are visible to every row
-  int32_t partial_row;
+struct HopperTile : WorkTile {
   int32_t row_limit[2];  // this thread's accumulator rows see tokens < row_limit[j]
 };
 
@@ -165,24 +164,10 @@ __device__ __forceinline__ HopperTile make_hopper_tile(const MlaParams& p, const
                                                        const HopperRole& role) {
   HopperTile t;
   const int32_t heads = p.num_heads;
-  t.q_token_base = item.q_token_base;
-  t.q_len = item.q_len;
-  t.kv_page_base = item.kv_page_base;
-  t.kv_len = item.kv_len;
-  t.row0 = item.packed_q_start + blockIdx.x * C::kRows;
-  t.rows = min(C::kRows, item.q_len * heads - t.row0);
-  t.kv_start = item.kv_start;
-  t.partial_row = item.partial_row;
-  // Causal, bottom-right aligned: query token i sees tokens t <= kv_len - q_len + i.
-  const int32_t shift = item.kv_len - item.q_len + 1;
-  const int32_t last_token = (t.row0 + max(t.rows, 1) - 1) / heads;
-  t.kv_stop = C::kCausal ? min(item.kv_end, shift + last_token) : item.kv_end;
-  t.unmasked_end = C::kCausal ? min(item.kv_end, shift + t.row0 / heads) : item.kv_end;
-  t.num_tiles = t.kv_stop > t.kv_start ? (t.kv_stop - t.kv_start + C::kTile - 1) / C::kTile : 0;
+  static_cast<WorkTile&>(t) = make_work_tile<C::kCausal, C::kRows, C::kTile>(item, heads);
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const int32_t token = (t.row0 + role.row(j)) / heads;
-    t.row_limit[j] = C::kCausal ? min(item.kv_end, shift + token) : item.kv_end;
+    t.row_limit[j] = work_row_limit<C::kCausal>(item, t, heads, role.row(j));
   }
   return t;
 }
@@ -225,16 +210,14 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const HopperSmem<C>& 
   cp_async_commit();
 }
 
-// Stage: load_kv (loader warpgroup), TMA: one thread copies the tile as kRegions boxes of
-// 64 columns x 64 tokens of one page; the stage barrier completes on their bytes.
+// Stage: load_kv (producer warp), TMA: lane 0 copies the tile as kRegions boxes of 64 columns x
+// 64 tokens of page `page` (its id read a tile ahead); the stage barrier completes on their
+// bytes.
 template <typename C>
 __device__ __forceinline__ void load_kv_tma(const MlaParams& p, const HopperTma& tma,
                                             const HopperSmem<C>& sm, const HopperTile& t,
-                                            const HopperRole& role, int tile, int stage) {
-  if (role.index != 0) return;
-  const int32_t token = t.kv_start + tile * C::kTile;
-  const int32_t page = p.kv_indices[t.kv_page_base + token / p.page_size];
-  const int32_t slot = token % p.page_size;
+                                            int32_t page, int tile, int stage) {
+  const int32_t slot = (t.kv_start + tile * C::kTile) % p.page_size;
   const uint32_t dst = sm.kv(stage), barrier = sm.full(stage);
   const uint64_t policy = l2_evict_first_policy();
   mbarrier_arrive_expect_tx(barrier, C::kTileBytes);
@@ -247,41 +230,54 @@ __device__ __forceinline__ void load_kv_tma(const MlaParams& p, const HopperTma&
               policy);
 }
 
-// Page ids of the rows a loader thread gathers in one tile, fetched a tile ahead: with small
-// pages every row may need its own id, and waiting for each before its copies would put a
-// global-memory round trip in front of every tile. -1 marks rows at or past kv_stop.
+// The rows the producer gathers: eight threads copy a row's 128 bytes of one region, sixteen
+// rows per pass.
 template <typename C>
-struct GatherPages {
-  static constexpr int kPasses = C::kTile / (C::kGroupThreads / 8);
-  int32_t page[kPasses];
+struct GatherRows {
+  static constexpr int kRowsPerPass = C::kProducerThreads / 8;
+  static constexpr int kPasses = C::kTile / kRowsPerPass;
+  __device__ __forceinline__ static int row(int index, int pass) { return index / 8 + pass * kRowsPerPass; }
+};
 
-  __device__ __forceinline__ static GatherPages fetch(const MlaParams& p, const HopperTile& t,
-                                                      const HopperRole& role, int tile) {
-    GatherPages g;
+// Page ids of the rows a producer lane copies next (one per gather pass, or lane 0's one id
+// of a TMA tile), read a tile ahead: with small pages every row may need its own id, and
+// waiting for them before the copies would put a global-memory round trip in front of every
+// tile. -1 marks rows at or past kv_stop.
+template <typename C>
+struct NextPages {
+  int32_t page[GatherRows<C>::kPasses];
+
+  __device__ __forceinline__ static NextPages fetch(const MlaParams& p, const HopperTma& tma,
+                                                    const HopperTile& t, int index, int tile) {
+    NextPages g;
+    const int32_t tile_start = t.kv_start + tile * C::kTile;
+    if (tma.enabled) {
+      g.page[0] = tile < t.num_tiles ? p.kv_indices[t.kv_page_base + tile_start / p.page_size] : -1;
+      return g;
+    }
 #pragma unroll
-    for (int pass = 0; pass < kPasses; ++pass) {
-      const int32_t token = t.kv_start + tile * C::kTile + role.index / 8 + pass * (C::kGroupThreads / 8);
+    for (int pass = 0; pass < GatherRows<C>::kPasses; ++pass) {
+      const int32_t token = tile_start + GatherRows<C>::row(index, pass);
       g.page[pass] = token < t.kv_stop ? p.kv_indices[t.kv_page_base + token / p.page_size] : -1;
     }
     return g;
   }
 };
 
-// Stage: load_kv (loader warpgroup), gather: token t of the request is slot t % page_size of
-// page kv_indices[kv_page_base + t / page_size]; eight threads copy a row's 128 bytes of one
-// region. Rows at or past kv_stop are zero-filled, so that masked scores meet zeros, never
-// stale values that could make 0 * x a NaN. The stage barrier completes when every thread's
-// copies have landed.
+// Stage: load_kv (producer warp), gather: token t of the request is slot t % page_size of
+// page kv_indices[kv_page_base + t / page_size]. Rows at or past kv_stop are zero-filled, so
+// that masked scores meet zeros, never stale values that could make 0 * x a NaN. The stage
+// barrier completes when every lane's copies have landed.
 template <typename C>
 __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperSmem<C>& sm,
-                                               const HopperTile& t, const HopperRole& role,
-                                               const GatherPages<C>& pages, int tile, int stage) {
+                                               const HopperTile& t, const NextPages<C>& pages,
+                                               int index, int tile, int stage) {
   using KVType = typename C::KVType;
-  const int lane8 = role.index % 8;
+  const int lane8 = index % 8;
   const uint32_t dst = sm.kv(stage);
-#pragma unroll
-  for (int pass = 0; pass < GatherPages<C>::kPasses; ++pass) {
-    const int row = role.index / 8 + pass * (C::kGroupThreads / 8);
+#pragma unroll 4
+  for (int pass = 0; pass < GatherRows<C>::kPasses; ++pass) {
+    const int row = GatherRows<C>::row(index, pass);
     const bool valid = pages.page[pass] >= 0;
     const int64_t page = valid ? pages.page[pass] : 0;
     const int32_t slot = valid ? (t.kv_start + tile * C::kTile + row) % p.page_size : 0;
@@ -298,18 +294,26 @@ __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperS
   cp_async_mbarrier_arrive(sm.full(stage));
 }
 
-// Copies tile `tile` into `stage` and, when gathering, fetches the page ids of the tile after
-// it (the next one this warpgroup copies).
+// The producer warp's loop over a work item's tiles: each stage is refilled once both
+// warpgroups have read the tile before (the first kStages tiles of an item find their stages
+// free: the item starts behind a CTA barrier).
 template <typename C>
-__device__ __forceinline__ void load_kv(const MlaParams& p, const HopperTma& tma,
-                                        const HopperSmem<C>& sm, const HopperTile& t,
-                                        const HopperRole& role, GatherPages<C>& pages, int tile,
-                                        int stage) {
-  if (tma.enabled) {
-    load_kv_tma<C>(p, tma, sm, t, role, tile, stage);
-  } else {
-    load_kv_gather<C>(p, sm, t, role, pages, tile, stage);
-    pages = GatherPages<C>::fetch(p, t, role, tile + 1);
+__device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
+                                              const HopperSmem<C>& sm, const HopperTile& t,
+                                              uint32_t sequence, const HopperRole& role) {
+  NextPages<C> pages = NextPages<C>::fetch(p, tma, t, role.index, 0);
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    const StageSlot slot = StageSlot::of(sequence + tile);
+    if (tile >= C::kStages) {
+      mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
+    }
+    if (tma.enabled) {
+      if (role.index == 0) load_kv_tma<C>(p, tma, sm, t, pages.page[0], tile, slot.stage);
+    } else {
+      load_kv_gather<C>(p, sm, t, pages, role.index, tile, slot.stage);
+    }
+    pages = NextPages<C>::fetch(p, tma, t, role.index, tile + 1);
   }
 }
 
@@ -413,7 +417,7 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[32], uint32_t (&
   }
 }
 
-// Stage: publish_p. P into the tile's kpe region (K-major, the A operand of the loader's
+// Stage: publish_p. P into the tile's kpe region (K-major, the A operand of the output
 // wgmma) and the rescale factors into their slot: stmatrix lane l addresses row l % 8 of 8x8
 // matrix l / 8.
 template <typename C>
@@ -425,15 +429,17 @@ __device__ __forceinline__ void publish_p(const uint32_t (&p)[4][4], const float
 #pragma unroll
   for (int k = 0; k < 4; ++k) stmatrix_x4(sm.p(stage) + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
   if (role.lane % 4 == 0) {
-    sm.alpha[role.row(0)] = alpha[0];
-    sm.alpha[role.row(1)] = alpha[1];
+    sm.alpha[stage * C::kRows + role.row(0)] = alpha[0];
+    sm.alpha[stage * C::kRows + role.row(1)] = alpha[1];
   }
   fence_proxy_async_shared();
 }
 
-// O (kOutCols columns of 64 rows: the warpgroup's half) scaled row-wise.
+// O (kOutCols columns of 64 rows: the warpgroup's half) scaled row-wise; skipped by a warp
+// whose rows' maxima all stayed (the common case once a row has seen its largest scores).
 template <typename C>
 __device__ __forceinline__ void rescale_o(float (&o)[C::kOutCols / 2], const float (&alpha)[2]) {
+  if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
   for (int n8 = 0; n8 < C::kOutCols / 8; ++n8)
 #pragma unroll
@@ -454,7 +460,7 @@ __device__ __forceinline__ void issue_pv_registers(float (&o)[C::kOutCols / 2],
   wgmma_commit();
 }
 
-// Stage: compute_pv, loader warpgroup: O[:, ..256] += P (shared memory) . V, waited.
+// Stage: compute_pv, output warpgroup: O[:, ..256] += P (shared memory) . V, waited.
 template <typename C>
 __device__ __forceinline__ void compute_pv_shared(float (&o)[C::kOutCols / 2],
                                                   const HopperSmem<C>& sm, int stage) {
@@ -490,12 +496,12 @@ __device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma
     issue_qk<C>(s, sm, slot.stage);
     if (tile > 0) {
       // The previous tile's P V was issued before this Q K^T: once it is done (while Q K^T
-      // runs) that tile's stage is free for the loader's next copy.
+      // runs) this warpgroup is done with that tile's stage.
       wgmma_wait<1>();
       fence_registers(o);
 #pragma unroll
       for (int k = 0; k < 4; ++k) fence_registers(pa[k]);
-      named_barrier_arrive(kStageFree, C::kThreads);
+      mbarrier_arrive(sm.empty(StageSlot::of(sequence + tile - 1).stage));
     }
     wgmma_wait<0>();
     fence_registers(s);
@@ -503,9 +509,11 @@ __device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma
     if (t.kv_start + (tile + 1) * C::kTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
     float alpha[2];
     update_softmax_state<C>(s, pa, alpha, st, p.sm_scale_log2);
-    if (tile > 0) named_barrier_sync(kAlphaTaken, C::kThreads);
     publish_p<C>(pa, alpha, sm, slot.stage, role);
-    named_barrier_arrive(kScoresReady, C::kThreads);
+    // Never waited on here, yet never arrived on twice in one phase: the stage's next fill
+    // waits (through empty) for the output warpgroup, which waits for this phase first.
+    // compute-sanitizer's synccheck reports "Missing wait" on it in long items all the same.
+    mbarrier_arrive(sm.ready(slot.stage));
     rescale_o<C>(o, alpha);
     issue_pv_registers<C>(o, pa, sm, slot.stage);
   }
@@ -513,42 +521,33 @@ __device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma
   fence_registers(o);
 #pragma unroll
   for (int k = 0; k < 4; ++k) fence_registers(pa[k]);
-  if (t.num_tiles > 0) named_barrier_arrive(kStageFree, C::kThreads);
+  if (t.num_tiles > 0) mbarrier_arrive(sm.empty(StageSlot::of(sequence + t.num_tiles - 1).stage));
 }
 
-// The loader warpgroup's loop: P V of each tile, then the refill of its stage.
+// The output warpgroup's loop: P V of each tile's left half, then the stage's release.
 template <typename C>
-__device__ __forceinline__ void loader_loop(const MlaParams& p, const HopperTma& tma,
-                                            const HopperSmem<C>& sm, const HopperTile& t,
-                                            uint32_t sequence, float (&o)[C::kOutCols / 2],
-                                            const HopperRole& role) {
-  GatherPages<C> pages{};
-  if (!tma.enabled) pages = GatherPages<C>::fetch(p, t, role, 0);
-  for (int tile = 0; tile < min(t.num_tiles, C::kStages); ++tile) {
-    load_kv<C>(p, tma, sm, t, role, pages, tile, StageSlot::of(sequence + tile).stage);
-  }
+__device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSmem<C>& sm,
+                                            const HopperTile& t, uint32_t sequence,
+                                            float (&o)[C::kOutCols / 2], const HopperRole& role) {
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    named_barrier_sync(kScoresReady, C::kThreads);
-    const float alpha[2] = {sm.alpha[role.row(0)], sm.alpha[role.row(1)]};
-    if (tile + 1 < t.num_tiles) named_barrier_arrive(kAlphaTaken, C::kThreads);
+    mbarrier_wait(sm.ready(slot.stage), slot.parity);
     mbarrier_wait(sm.full(slot.stage), slot.parity);  // the copy's bytes, seen by this proxy too
-    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kLoaderOnly);
+    const float alpha[2] = {sm.alpha[slot.stage * C::kRows + role.row(0)],
+                            sm.alpha[slot.stage * C::kRows + role.row(1)]};
+    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kOutputOnly);
     rescale_o<C>(o, alpha);
     compute_pv_shared<C>(o, sm, slot.stage);
-    named_barrier_sync(kStageFree, C::kThreads);
-    if (tile + C::kStages < t.num_tiles) {
-      load_kv<C>(p, tma, sm, t, role, pages, tile + C::kStages, slot.stage);
-    }
+    mbarrier_arrive(sm.empty(slot.stage));
   }
 }
 
-// Stage: write_output. This warpgroup's half of each valid row, scaled by 1 / row sum, into
-// the final output or the partial buffer; the LSE from the softmax warpgroup.
+// Stage: write_output. This warpgroup's half of each valid row, scaled by 1 / row sum `l`,
+// into the final output or the partial buffer; the LSE from the softmax warpgroup.
 template <typename C>
 __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::kOutCols / 2],
-                                             const float (&lse)[2], const HopperSmem<C>& sm,
+                                             const float (&l)[2], const float (&lse)[2],
                                              const HopperTile& t, const HopperRole& role) {
   using OType = typename C::OType;
   const bool partial = t.partial_row >= 0;
@@ -557,8 +556,7 @@ __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::k
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int row = role.row(j);
-    const float l = sm.row_sum[row];
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const float inv = l[j] > 0.f ? 1.f / l[j] : 0.f;
     if (row >= t.rows) continue;
     OType* dst = partial ? static_cast<OType*>(p.partial_o) +
                                static_cast<int64_t>(partial_row0 + row) * C::kHeadDimCkv
@@ -578,68 +576,137 @@ __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::k
   }
 }
 
-// One work item: this CTA's 64 rows of a query tile against one KV chunk. `sequence` counts
-// the tiles the CTA has run so far (the stage ring and its barrier phases).
+// One work item, in each role: this CTA's 64 rows of a query tile against one KV chunk.
+// `sequence` counts the tiles the CTA has run so far (the stage ring and its barrier phases),
+// `items` the work items (the row sums' barrier phase).
 template <typename C>
-__device__ __forceinline__ void attend_tile(const MlaParams& p, const HopperTma& tma,
-                                            const HopperSmem<C>& sm, const MlaWorkItem& item,
-                                            uint32_t& sequence, const HopperRole& role) {
+__device__ __forceinline__ void softmax_item(const MlaParams& p, const HopperTma& tma,
+                                             const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                             uint32_t& sequence, uint32_t& items,
+                                             const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
-  __syncthreads();          // the previous item is done with every buffer
+  block_barrier_across_roles();  // the previous item is done with every buffer
   float o[C::kOutCols / 2];
 #pragma unroll
   for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
-  float lse[2] = {neg_inf(), neg_inf()};
-  if (role.softmax()) {
-    SoftmaxRows st;
-    st.init();
-    if (t.num_tiles > 0) {
-      load_q<C>(p, sm, t, role);
-      cp_async_wait<0>();
-      fence_proxy_async_shared();
-      named_barrier_sync(kSoftmaxOnly, C::kGroupThreads);
-    }
-    softmax_loop<C>(p, tma, sm, t, sequence, o, st, role);
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float l = quad_sum(st.l[j]);
-      if (role.lane % 4 == 0) sm.row_sum[role.row(j)] = l;
-      lse[j] = st.m[j] == neg_inf() || l <= 0.f ? neg_inf() : st.m[j] * p.sm_scale_log2 + fast_log2(l);
-    }
-  } else {
-    loader_loop<C>(p, tma, sm, t, sequence, o, role);
+  SoftmaxRows st;
+  st.init();
+  if (t.num_tiles > 0) {
+    load_q<C>(p, sm, t, role);
+    cp_async_wait<0>();
+    fence_proxy_async_shared();
+    named_barrier_sync(kSoftmaxOnly, C::kGroupThreads);
   }
+  softmax_loop<C>(p, tma, sm, t, sequence, o, st, role);
+  float l[2], lse[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    l[j] = quad_sum(st.l[j]);
+    if (role.lane % 4 == 0) sm.row_sum[role.row(j)] = l[j];
+    lse[j] = st.m[j] == neg_inf() || l[j] <= 0.f ? neg_inf()
+                                                 : st.m[j] * p.sm_scale_log2 + fast_log2(l[j]);
+  }
+  // The output warpgroup reads them after this phase; it reads them before the next item's
+  // first barrier, which orders the next item's writes after its reads.
+  mbarrier_arrive(sm.sums());
   sequence += t.num_tiles;
-  __syncthreads();  // the row sums are in shared memory
-  write_output<C>(p, o, lse, sm, t, role);
+  ++items;
+  write_output<C>(p, o, l, lse, t, role);
 }
 
+template <typename C>
+__device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma& tma,
+                                            const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                            uint32_t& sequence, uint32_t& items,
+                                            const HopperRole& role) {
+  const HopperTile t = make_hopper_tile<C>(p, item, role);
+  if (t.rows <= 0) return;
+  block_barrier_across_roles();
+  float o[C::kOutCols / 2];
+#pragma unroll
+  for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
+  output_loop<C>(tma, sm, t, sequence, o, role);
+  sequence += t.num_tiles;
+  mbarrier_wait(sm.sums(), items & 1u);
+  ++items;
+  const float l[2] = {sm.row_sum[role.row(0)], sm.row_sum[role.row(1)]};
+  const float lse[2] = {neg_inf(), neg_inf()};  // the softmax warpgroup writes the LSE
+  write_output<C>(p, o, l, lse, t, role);
+}
+
+template <typename C>
+__device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTma& tma,
+                                              const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                              uint32_t& sequence, uint32_t& items,
+                                              const HopperRole& role) {
+  const HopperTile t = make_hopper_tile<C>(p, item, role);
+  if (t.rows <= 0) return;
+  block_barrier_across_roles();
+  producer_loop<C>(p, tma, sm, t, sequence, role);
+  sequence += t.num_tiles;
+  ++items;
+}
+
+// Every role runs its own loop over the CTA's work items.
+enum class HopperRoleKind { kOutput, kSoftmax, kProducer };
+
+template <typename C, HopperRoleKind ROLE>
+__device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTma& tma,
+                                              const HopperSmem<C>& sm, const HopperRole& role) {
+  uint32_t sequence = 0, items = 0;
+  const int32_t first = p.work_indptr[blockIdx.y];
+  const int32_t last = p.work_indptr[blockIdx.y + 1];
+#pragma unroll 1
+  for (int32_t w = first; w < last; ++w) {
+    if constexpr (ROLE == HopperRoleKind::kOutput) {
+      output_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
+    } else if constexpr (ROLE == HopperRoleKind::kSoftmax) {
+      softmax_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
+    } else {
+      producer_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
+    }
+  }
+}
+
+// The grid barrier (cooperative launch) and the merge of split tiles.
+template <typename C>
+__device__ __forceinline__ void merge_phase(const MlaParams& params) {
+  if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
+  if (params.phase != 1) merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads>(params);
+}
+
+// Each role is one branch of one if/else chain, whole, with its setmaxnreg first: the form in
+// which ptxas honours setmaxnreg (otherwise it keeps the entry cap of 168 registers and spills).
 template <typename Config>
-__global__ void __launch_bounds__(256, 1)
+__global__ void __launch_bounds__(Config::kThreads, 1)
     mla_hopper_kernel(const __grid_constant__ MlaParams params, const __grid_constant__ HopperTma tma) {
   extern __shared__ __align__(128) unsigned char hopper_smem[];
   const HopperRole role = HopperRole::make();
-  if (params.phase != 2) {
-    const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
-    if (threadIdx.x == 0) {
-      for (int stage = 0; stage < Config::kStages; ++stage) {
-        mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kGroupThreads);
-      }
-      fence_barrier_init();
+  const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
+  if (params.phase != 2 && threadIdx.x == 0) {
+    for (int stage = 0; stage < Config::kStages; ++stage) {
+      mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kProducerThreads);
+      mbarrier_init(sm.empty(stage), Config::kConsumerThreads);
+      mbarrier_init(sm.ready(stage), Config::kGroupThreads);
     }
-    __syncthreads();
-    uint32_t sequence = 0;
-    const int32_t first = params.work_indptr[blockIdx.y];
-    const int32_t last = params.work_indptr[blockIdx.y + 1];
-#pragma unroll 1
-    for (int32_t w = first; w < last; ++w) {
-      attend_tile<Config>(params, tma, sm, params.work_items[w], sequence, role);
-    }
+    mbarrier_init(sm.sums(), Config::kGroupThreads);
+    fence_barrier_init();
   }
-  if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
-  if (params.phase != 1) {
-    merge_partials<typename Config::OType, Config::kHeadDimCkv, Config::kThreads>(params);
+  __syncthreads();
+  const bool attend = params.phase != 2;
+  if (role.output()) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kConsumerRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
+    merge_phase<Config>(params);
+  } else if (role.softmax()) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kConsumerRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kSoftmax>(params, tma, sm, role);
+    merge_phase<Config>(params);
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kProducerRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
+    merge_phase<Config>(params);
   }
 }
 

@@ -20,7 +20,8 @@ STATUS_NAMES = {
     1: "INVALID_ARGUMENT", 2: "UNSUPPORTED", 3: "NO_DRIVER", 4: "NO_DEVICE", 5: "CUDA",
     6: "NO_COMPILER", 7: "COMPILE", 8: "CACHE_MISS", 9: "IO", 10: "INTERNAL", 11: "OUT_OF_MEMORY",
 }
-FLOAT16, BFLOAT16 = 0, 1
+FLOAT16, BFLOAT16, FLOAT8_E4M3 = 0, 1, 2
+KV_DTYPE_SAME = -1  # Shape.kv_dtype: the shape's dtype
 LSE_BASE2, LSE_NATURAL = 0, 1
 # mlajit_compile_mode, by the names MLAJIT_COMPILE_MODE takes ("default": follow it).
 COMPILE_MODES = {"default": 0, "auto": 1, "process": 2, "inline": 3}
@@ -29,14 +30,14 @@ COMPILE_MODES = {"default": 0, "auto": 1, "process": 2, "inline": 3}
 class Shape(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("num_heads", c_int32), ("head_dim_ckv", c_int32),
                 ("head_dim_kpe", c_int32), ("page_size", c_int32), ("dtype", ctypes.c_int),
-                ("causal", c_int32)]
+                ("causal", c_int32), ("kv_dtype", ctypes.c_int)]
 
 
 class Options(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("device", c_int32), ("force_tier", c_int32),
                 ("cluster_size", c_int32), ("force_two_launch", c_int32), ("lse_base", ctypes.c_int),
                 ("workspace_bytes", c_uint64), ("validate_kv_indices", c_int32),
-                ("reserved", c_int32), ("compile_mode", ctypes.c_int)]
+                ("kernel", c_char_p), ("compile_mode", ctypes.c_int), ("reserved", c_int32)]
 
 
 class Batch(ctypes.Structure):
@@ -94,7 +95,14 @@ class DeviceInfo(ctypes.Structure):
 class TileInfo(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("num_stages", c_int32), ("kv_tile", c_int32),
                 ("qk_shard", c_int32), ("q_tile", c_int32), ("tier", c_int32),
-                ("shared_bytes", c_int32), ("spec_text", ctypes.c_char * 512)]
+                ("shared_bytes", c_int32), ("spec_text", ctypes.c_char * 512),
+                ("family", ctypes.c_char * 64)]
+
+
+class KernelFamilyInfo(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("name", ctypes.c_char * 64),
+                ("summary", ctypes.c_char * 512), ("head_dims", ctypes.c_char * 256),
+                ("archs", ctypes.c_char * 512)]
 
 
 class CacheStats(ctypes.Structure):
@@ -141,6 +149,8 @@ _PROTOTYPES = {
     "mlajit_driver_available": (ctypes.c_int, []),
     "mlajit_device_count": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
     "mlajit_device_info_get": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(DeviceInfo)]),
+    "mlajit_kernel_family_count": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+    "mlajit_kernel_family_get": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(KernelFamilyInfo)]),
     "mlajit_tile_for_device": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(Shape),
                                               ctypes.POINTER(TileInfo)]),
     "mlajit_tile_for_arch": (ctypes.c_int, [c_char_p, ctypes.POINTER(Shape), ctypes.POINTER(TileInfo)]),
@@ -177,8 +187,9 @@ def library():
             except OSError as error:
                 tried.append(f"{candidate}: {error}")
         else:
-            raise OSError("libmlajit.so could not be loaded; set MLAJIT_LIBRARY to its path, put it "
-                          "next to the mlajit package or on the loader path. Tried:\n  "
+            raise OSError("libmlajit.so could not be loaded; install mlajit with `pip install .` "
+                          "from the source tree (the library goes inside the package), or set "
+                          "MLAJIT_LIBRARY to its path, or put it on the loader path. Tried:\n  "
                           + "\n  ".join(tried))
         for name, (restype, argtypes) in _PROTOTYPES.items():
             function = getattr(loaded, name)

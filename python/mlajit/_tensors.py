@@ -3,9 +3,9 @@
 or ValueError (device, shape, strides, alignment) naming the argument."""
 from collections import namedtuple
 
-# dtype names used in messages and comparisons
-BF16, F16, F32, I32 = "bfloat16", "float16", "float32", "int32"
-_ITEMSIZE = {BF16: 2, F16: 2, F32: 4, I32: 4}
+# dtype names used in messages and comparisons (torch's names)
+BF16, F16, E4M3, F32, I32 = "bfloat16", "float16", "float8_e4m3fn", "float32", "int32"
+_ITEMSIZE = {BF16: 2, F16: 2, E4M3: 1, F32: 4, I32: 4}
 # __cuda_array_interface__ typestr -> dtype (it has no code for bfloat16: pass torch tensors)
 _TYPESTR = {"<f2": F16, "<f4": F32, "<i4": I32}
 
@@ -35,7 +35,7 @@ def describe(name, value):
     typestr = interface.get("typestr")
     if typestr not in _TYPESTR:
         raise TypeError(f"{name} has typestr {typestr!r}: expected one of {sorted(_TYPESTR)} "
-                        f"(bfloat16 has no typestr: pass a torch tensor)")
+                        f"(bfloat16 and float8_e4m3fn have no typestr: pass a torch tensor)")
     dtype = _TYPESTR[typestr]
     shape = tuple(int(n) for n in interface["shape"])
     itemsize = _ITEMSIZE[dtype]
@@ -71,10 +71,11 @@ def require(tensor, dtype, shape, device):
 
 
 def require_rows(tensor, what):
-    """Row strides the kernels can use: multiples of 8 elements, 16-byte aligned start."""
+    """Row strides the kernels can use: multiples of 16 bytes, 16-byte aligned start."""
+    per_16_bytes = 16 // _ITEMSIZE[tensor.dtype]
     for axis, stride in enumerate(tensor.strides[:-1]):
-        if stride % 8 != 0:
+        if stride % per_16_bytes != 0:
             raise ValueError(f"{tensor.name} has stride {stride} in dimension {axis} ({what}): "
-                             f"expected a multiple of 8 elements (16 bytes)")
+                             f"expected a multiple of {per_16_bytes} elements (16 bytes)")
     if tensor.ptr % 16 != 0:
         raise ValueError(f"{tensor.name} starts at 0x{tensor.ptr:x}, not 16-byte aligned")

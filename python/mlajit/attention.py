@@ -2,16 +2,20 @@
 import ctypes
 
 from . import _capi
+from . import _op_handles
 from . import _streams
 from . import _tensors as T
 
-_DTYPES = {"bf16": T.BF16, "bfloat16": T.BF16, "f16": T.F16, "float16": T.F16, "half": T.F16}
+_DTYPES = {"bf16": T.BF16, "bfloat16": T.BF16, "f16": T.F16, "float16": T.F16, "half": T.F16,
+           "e4m3": T.E4M3, "float8_e4m3fn": T.E4M3}
+_C_DTYPES = {T.F16: _capi.FLOAT16, T.BF16: _capi.BFLOAT16, T.E4M3: _capi.FLOAT8_E4M3}
 
 
-def _dtype_name(dtype):
+def _dtype_name(dtype, what="dtype"):
     text = str(dtype).replace("torch.", "")
     if text not in _DTYPES:
-        raise TypeError(f"dtype {dtype!r} is not supported: expected bfloat16 or float16")
+        raise TypeError(f"{what} {dtype!r} is not supported: expected bfloat16 or float16 (or "
+                        f"float8_e4m3fn for the KV cache)")
     return _DTYPES[text]
 
 
@@ -66,22 +70,30 @@ def _int32_array(name, values, length=None):
 
 
 class ShapeSpec:
-    """What a BatchMlaAttention computes (mirrors mlajit::MlaShape)."""
+    """What a BatchMlaAttention computes (mirrors mlajit::MlaShape). `dtype` is that of the
+    queries and the output; `kv_dtype` that of the KV cache (None: the same as dtype)."""
 
     def __init__(self, num_heads=128, head_dim_ckv=512, head_dim_kpe=64, page_size=64,
-                 dtype="bfloat16", causal=False):
+                 dtype="bfloat16", causal=False, kv_dtype=None):
         self.num_heads = _int32("num_heads", num_heads)
         self.head_dim_ckv = _int32("head_dim_ckv", head_dim_ckv)
         self.head_dim_kpe = _int32("head_dim_kpe", head_dim_kpe)
         self.page_size = _int32("page_size", page_size)
         self.dtype, self.causal = _dtype_name(dtype), bool(causal)
+        self.kv_dtype = None if kv_dtype is None else _dtype_name(kv_dtype, "kv_dtype")
+
+    @property
+    def cache_dtype(self):
+        """The KV cache's dtype name: kv_dtype, or dtype when unset."""
+        return self.dtype if self.kv_dtype is None else self.kv_dtype
 
     def to_c(self):
         shape = _capi.new(_capi.Shape)
         shape.num_heads, shape.head_dim_ckv = self.num_heads, self.head_dim_ckv
         shape.head_dim_kpe, shape.page_size = self.head_dim_kpe, self.page_size
-        shape.dtype = _capi.BFLOAT16 if self.dtype == T.BF16 else _capi.FLOAT16
+        shape.dtype = _C_DTYPES[self.dtype]
         shape.causal = int(self.causal)
+        shape.kv_dtype = _capi.KV_DTYPE_SAME if self.kv_dtype is None else _C_DTYPES[self.kv_dtype]
         return shape
 
 
@@ -91,23 +103,12 @@ def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_sca
     q_nope [tokens, heads, ckv], q_pe [tokens, heads, kpe], ckv [pages, page_size, ckv],
     kpe [pages, page_size, kpe] (may be views into one [pages, page_size, ckv + kpe] cache),
     kv_indices int32 [n], out like q_nope, lse float32 [tokens, heads] contiguous or None."""
-    h, dc, dk, page = shape.num_heads, shape.head_dim_ckv, shape.head_dim_kpe, shape.page_size
-    qn = T.describe("q_nope", q_nope)
-    T.require(qn, shape.dtype, (None, h, dc), device)
-    tokens = qn.shape[0]
-    qp = T.describe("q_pe", q_pe)
-    T.require(qp, shape.dtype, (tokens, h, dk), device)
-    c = T.describe("ckv", ckv)
-    T.require(c, shape.dtype, (None, page, dc), device)
-    k = T.describe("kpe", kpe)
-    T.require(k, shape.dtype, (c.shape[0], page, dk), device)
-    idx = T.describe("kv_indices", kv_indices)
-    T.require(idx, T.I32, (None,), device)
-    o = T.describe("out", out)
-    T.require(o, shape.dtype, (tokens, h, dc), device)
-    for tensor, what in ((qn, "token, head"), (qp, "token, head"), (c, "page, token"),
-                         (k, "page, token"), (o, "token, head")):
-        T.require_rows(tensor, what)
+    qn, qp, c, k, idx, o = (T.describe(name, value) for name, value in (
+        ("q_nope", q_nope), ("q_pe", q_pe), ("ckv", ckv), ("kpe", kpe),
+        ("kv_indices", kv_indices), ("out", out)))
+    l = None if lse is None else T.describe("lse", lse)
+    tokens = check_run_tensors(shape, device, qn, qp, c, k, idx, o, l)
+    _require_sm_scale(sm_scale)
     args = _capi.new(_capi.RunArgs)
     args.q_nope, (args.q_nope_stride_token, args.q_nope_stride_head) = qn.ptr, qn.strides[:2]
     args.q_pe, (args.q_pe_stride_token, args.q_pe_stride_head) = qp.ptr, qp.strides[:2]
@@ -115,16 +116,31 @@ def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_sca
     args.kpe, (args.kpe_stride_page, args.kpe_stride_token) = k.ptr, k.strides[:2]
     args.kv_indices = idx.ptr
     args.out, (args.out_stride_token, args.out_stride_head) = o.ptr, o.strides[:2]
-    if lse is not None:
-        l = T.describe("lse", lse)
+    args.lse = 0 if l is None else l.ptr
+    args.num_tokens = tokens
+    args.sm_scale = float(sm_scale)
+    return args
+
+
+def check_run_tensors(shape, device, qn, qp, c, k, idx, o, l=None):
+    """make_run_args' checks on described tensors (_tensors.Tensor; l: lse or None); the torch
+    op's fake implementation runs them too, at trace time. Returns the token count."""
+    h, dc, dk, page = shape.num_heads, shape.head_dim_ckv, shape.head_dim_kpe, shape.page_size
+    T.require(qn, shape.dtype, (None, h, dc), device)
+    tokens = qn.shape[0]
+    T.require(qp, shape.dtype, (tokens, h, dk), device)
+    T.require(c, shape.cache_dtype, (None, page, dc), device)
+    T.require(k, shape.cache_dtype, (c.shape[0], page, dk), device)
+    T.require(idx, T.I32, (None,), device)
+    T.require(o, shape.dtype, (tokens, h, dc), device)
+    for tensor, what in ((qn, "token, head"), (qp, "token, head"), (c, "page, token"),
+                         (k, "page, token"), (o, "token, head")):
+        T.require_rows(tensor, what)
+    if l is not None:
         T.require(l, T.F32, (tokens, h), device)
         if tokens > 1 and l.strides[0] != h:
             raise ValueError(f"lse must be dense [num_tokens, num_heads]: strides {l.strides}")
-        args.lse = l.ptr
-    args.num_tokens = tokens
-    _require_sm_scale(sm_scale)
-    args.sm_scale = float(sm_scale)
-    return args
+    return tokens
 
 
 def _require_sm_scale(sm_scale):
@@ -147,7 +163,7 @@ def _all_torch(tensors):
 class BatchMlaAttention:
     """Batched MLA decode/prefill over a paged compressed KV cache (see include/mlajit/attention.h).
 
-    attention = BatchMlaAttention(num_heads=128, dtype=torch.bfloat16, device=0)
+    attention = BatchMlaAttention(num_heads=128, dtype=torch.bfloat16, device=0)  # kernel="auto"
     attention.plan(qo_indptr, kv_indptr, kv_len)          # host ints, when the batch changes
     out = attention.run(q_nope, q_pe, ckv, kpe, kv_indices, sm_scale)  # on torch.cuda.current_stream()
     Not thread-safe: one object per thread (or a lock)."""
@@ -155,8 +171,12 @@ class BatchMlaAttention:
     def __init__(self, num_heads=128, head_dim_ckv=512, head_dim_kpe=64, page_size=64,
                  dtype="bfloat16", causal=False, device=None, cluster_size=0, lse_base="2",
                  workspace_bytes=0, force_tier=0, force_two_launch=False,
-                 validate_kv_indices=False, compile_mode="default"):
-        self.shape = ShapeSpec(num_heads, head_dim_ckv, head_dim_kpe, page_size, dtype, causal)
+                 validate_kv_indices=False, kv_dtype=None, kernel="auto",
+                 compile_mode="default"):
+        self.shape = ShapeSpec(num_heads, head_dim_ckv, head_dim_kpe, page_size, dtype, causal,
+                               kv_dtype)
+        if not isinstance(kernel, str):
+            raise TypeError(f"kernel must be a kernel family name (str) or 'auto', got {kernel!r}")
         if device is None:
             device = _current_torch_device()
         elif not isinstance(device, int):
@@ -177,6 +197,7 @@ class BatchMlaAttention:
         options.workspace_bytes = _uint64("workspace_bytes", workspace_bytes)
         options.lse_base = _capi.LSE_NATURAL if str(lse_base) == "e" else _capi.LSE_BASE2
         options.validate_kv_indices = int(validate_kv_indices)
+        options.kernel = kernel.encode()  # the library names the known families if unknown
         options.compile_mode = _capi.COMPILE_MODES[compile_mode]
         self._lib = _capi.library()
         self._handle = ctypes.c_void_p()
@@ -193,14 +214,25 @@ class BatchMlaAttention:
         self._args_address = ctypes.addressof(self._args)
         self._checked = None  # (fingerprints, the RunArgs fields that follow from them)
         self._stream_getter = None
+        # torch.ops.mlajit.run(..., handle) names this object by this int (see torch_ops.py).
+        self.op_handle = _op_handles.register(self)
 
     def close(self):
+        """Releases the C object; its op_handle is refused from now on."""
+        self._release()
+        if getattr(self, "op_handle", None) is not None:
+            _op_handles.unregister(self.op_handle)
+
+    def __del__(self):
+        # Only the C object: the registry's weak reference died with this object (and at
+        # interpreter exit the _op_handles module may already be torn down).
+        self._release()
+
+    def _release(self):
         self._handle_address = None  # a run() after close() passes NULL: the library refuses it
         if getattr(self, "_handle", None):
             self._lib.mlajit_attention_destroy(self._handle)
             self._handle = None
-
-    __del__ = close
 
     def _stream(self, stream):
         if stream is not None:

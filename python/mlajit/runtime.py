@@ -1,4 +1,5 @@
-"""Process-wide queries: version, devices, tile configs, the kernel cache, precompile."""
+"""Process-wide queries: version, devices, kernel families, tile configs, the kernel cache,
+precompile."""
 import ctypes
 
 from . import _capi
@@ -32,10 +33,25 @@ def devices():
     return result
 
 
+def kernel_families():
+    """The kernel families, in the order kernel="auto" prefers them; no GPU needed."""
+    lib = _capi.library()
+    count = ctypes.c_int()
+    _capi.check(lib.mlajit_kernel_family_count(ctypes.byref(count)))
+    families = []
+    for index in range(count.value):
+        info = _capi.new(_capi.KernelFamilyInfo)
+        _capi.check(lib.mlajit_kernel_family_get(index, ctypes.byref(info)))
+        families.append({"name": info.name.decode(), "summary": info.summary.decode(),
+                         "head_dims": [d for d in info.head_dims.decode().split(",") if d],
+                         "archs": [a for a in info.archs.decode().split(",") if a]})
+    return families
+
+
 def _tile_dict(info):
-    return {"num_stages": info.num_stages, "kv_tile": info.kv_tile, "qk_shard": bool(info.qk_shard),
-            "q_tile": info.q_tile, "tier": info.tier, "shared_bytes": info.shared_bytes,
-            "spec_text": info.spec_text.decode()}
+    return {"family": info.family.decode(), "num_stages": info.num_stages, "kv_tile": info.kv_tile,
+            "qk_shard": bool(info.qk_shard), "q_tile": info.q_tile, "tier": info.tier,
+            "shared_bytes": info.shared_bytes, "spec_text": info.spec_text.decode()}
 
 
 def tile_for_arch(arch, **shape):

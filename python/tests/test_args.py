@@ -5,14 +5,10 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The source tree's build, when nothing else is named: the library tests then run from a
-# plain `python3 -m unittest` after scripts/test.sh instead of skipping.
-_TREE_BUILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
-                           "libmlajit.so")
-if not os.environ.get("MLAJIT_LIBRARY") and os.path.exists(_TREE_BUILD):
-    os.environ["MLAJIT_LIBRARY"] = os.path.abspath(_TREE_BUILD)
+import which_mlajit  # noqa: E402
+
+which_mlajit.use_source_tree()  # the tree's package and build unless MLAJIT_TEST_INSTALLED=1
 import ctypes  # noqa: E402
 import types  # noqa: E402
 
@@ -112,6 +108,38 @@ class RunArgumentChecks(unittest.TestCase):
     def test_unknown_dtype_of_the_shape_is_a_type_error(self):
         with self.assertRaisesRegex(TypeError, r"dtype 'int8' is not supported"):
             f16_shape(dtype="int8")
+        with self.assertRaisesRegex(TypeError, r"kv_dtype 'fp8' is not supported"):
+            f16_shape(kv_dtype="fp8")
+
+    def test_the_kv_cache_is_checked_against_its_own_dtype(self):
+        shape = f16_shape(kv_dtype="e4m3")
+        self.assertEqual(shape.to_c().kv_dtype, _capi.FLOAT8_E4M3)
+        self.assertEqual(f16_shape().to_c().kv_dtype, _capi.KV_DTYPE_SAME)
+        e4m3 = FakeDtype("float8_e4m3fn")
+        tensors = torch_tensors()
+        tensors["q_nope"] = FakeTorchTensor((3, 16, 512), FakeDtype("float16"))
+        tensors["q_pe"] = FakeTorchTensor((3, 16, 64), FakeDtype("float16"), ptr=0x7f0000100000)
+        tensors["out"] = FakeTorchTensor((3, 16, 512), FakeDtype("float16"), ptr=0x7f0000600000)
+        with self.assertRaisesRegex(TypeError, r"ckv has dtype bfloat16: expected float8_e4m3fn"):
+            mlajit.make_run_args(shape, 0, sm_scale=0.07, **tensors)
+        # One byte per element: a row stride must be a multiple of 16 elements, not 8.
+        tensors["ckv"] = FakeTorchTensor((5, 64, 512), e4m3, ptr=0x7f0000200000,
+                                         strides=(64 * 520, 520, 1))
+        tensors["kpe"] = FakeTorchTensor((5, 64, 64), e4m3, ptr=0x7f0000400000)
+        with self.assertRaisesRegex(ValueError, r"ckv has stride 520 .* multiple of 16 elements"):
+            mlajit.make_run_args(shape, 0, sm_scale=0.07, **tensors)
+        tensors["ckv"] = FakeTorchTensor((5, 64, 512), e4m3, ptr=0x7f0000200000)
+        args = mlajit.make_run_args(shape, 0, sm_scale=0.07, **tensors)
+        self.assertEqual((args.ckv_stride_page, args.ckv_stride_token), (64 * 512, 512))
+
+    def test_the_kernel_family_must_be_a_name(self):
+        saved = _capi._library
+        _capi._library = RecordingLibrary()
+        try:
+            with self.assertRaisesRegex(TypeError, r"kernel must be a kernel family name"):
+                mlajit.BatchMlaAttention(num_heads=16, device=0, kernel=None)
+        finally:
+            _capi._library = saved
 
 
 class HostIntegerChecks(unittest.TestCase):
@@ -162,7 +190,7 @@ def torch_tensors(tokens=3, pages=5, base=0x7f0000000000):
 
 
 class CompileModeOption(unittest.TestCase):
-    """compile_mode reaches mlajit_options.compile_mode (appended after 0.1.1) by name."""
+    """compile_mode reaches mlajit_options.compile_mode (appended in 0.2.0) by name."""
 
     def setUp(self):
         self.saved = _capi._library
@@ -192,10 +220,12 @@ class CompileModeOption(unittest.TestCase):
             self.assertIn("'process'", str(caught.exception))
 
     def test_the_struct_keeps_the_older_layout_and_appends(self):
-        # The 0.1.1 struct was 48 bytes; `reserved` fills its tail padding, so compile_mode
-        # starts past every byte an older program's struct_size covers.
-        self.assertEqual(_capi.Options.compile_mode.offset, 48)
-        self.assertEqual(ctypes.sizeof(_capi.Options), 56)
+        # The 0.1.1 struct was 48 bytes; kernel (a pointer) and compile_mode start past every
+        # byte an older program's struct_size covers, and `reserved` names the tail padding.
+        self.assertEqual(_capi.Options.kernel.offset, 48)
+        self.assertEqual(_capi.Options.compile_mode.offset, 56)
+        self.assertEqual(_capi.Options.reserved.offset, 60)
+        self.assertEqual(ctypes.sizeof(_capi.Options), 64)
 
 
 class RepeatedRunsOfTorchTensors(unittest.TestCase):
@@ -363,16 +393,47 @@ class ThroughTheLibrary(unittest.TestCase):
         self.assertEqual(caught.exception.code, "NO_DRIVER")
         self.assertIn("libcuda", str(caught.exception))
 
+    def test_an_unknown_kernel_family_is_refused_listing_the_known_ones(self):
+        library_or_skip(self)
+        with self.assertRaises(mlajit.MlajitError) as caught:
+            mlajit.BatchMlaAttention(device=0, kernel="hoppr")
+        self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
+        self.assertIn("'hoppr'", str(caught.exception))
+        self.assertIn("auto, hopper, portable", str(caught.exception))
+
+    def test_a_family_that_cannot_serve_the_shape_says_why(self):
+        library_or_skip(self)
+        with self.assertRaises(mlajit.MlajitError) as caught:
+            mlajit.BatchMlaAttention(device=0, kernel="portable", kv_dtype="float8_e4m3fn")
+        self.assertEqual(caught.exception.code, "UNSUPPORTED")
+        self.assertIn("no FP8 KV path yet", str(caught.exception))
+        with self.assertRaises(mlajit.MlajitError) as caught:
+            mlajit.BatchMlaAttention(device=0, dtype="e4m3")
+        self.assertEqual(caught.exception.code, "UNSUPPORTED")
+        self.assertIn("dtype=e4m3", str(caught.exception))
+
+    def test_kernel_families_are_listed(self):
+        library_or_skip(self)
+        families = mlajit.kernel_families()
+        self.assertEqual([f["name"] for f in families], ["hopper", "portable"])
+        self.assertEqual(families[0]["head_dims"], ["512/64"])
+        self.assertEqual(families[0]["archs"], ["sm_90"])
+        self.assertEqual(families[1]["head_dims"], ["512/64", "256/32"])
+        self.assertIn("sm_90", families[1]["archs"])
+        self.assertTrue(families[1]["summary"])
+
     def test_tile_for_arch_needs_no_gpu(self):
         library_or_skip(self)
-        tile = mlajit.tile_for_arch("sm_90")
+        self.assertEqual(mlajit.tile_for_arch("sm_90")["family"], "hopper")
+        tile = mlajit.tile_for_arch("sm_90", num_heads=16)  # auto: portable below 32 heads
+        self.assertEqual(tile["family"], "portable")
         self.assertIn(tile["tier"], (1, 2, 3))
         self.assertIn("arch=sm_90", tile["spec_text"])
         with self.assertRaises(mlajit.MlajitError) as caught:
             mlajit.tile_for_arch("sm_12")
         self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
         # A bare number names the profile's arch, and the spec text says so.
-        self.assertEqual(mlajit.tile_for_arch("90")["spec_text"], tile["spec_text"])
+        self.assertEqual(mlajit.tile_for_arch("90", num_heads=16)["spec_text"], tile["spec_text"])
 
     def test_cache_stats_name_the_layers(self):
         library_or_skip(self)
@@ -381,6 +442,32 @@ class ThroughTheLibrary(unittest.TestCase):
         self.assertEqual(stats["read_only_dirs"], shipped)
         self.assertIsInstance(stats["user_dir"], str)
         self.assertIn(stats["no_jit"], (0, 1))
+
+
+class InstalledPackage(unittest.TestCase):
+    """With MLAJIT_TEST_INSTALLED=1 (after pip install .; the CI's wheel stage): the package and
+    its library are the installed ones, found without any environment variable."""
+
+    def setUp(self):
+        if not which_mlajit.testing_installed():
+            self.skipTest("testing the source tree (MLAJIT_TEST_INSTALLED=1 tests the installed "
+                          "package)")
+        self.package = os.path.dirname(os.path.realpath(mlajit.__file__))
+
+    def test_the_package_is_not_the_source_tree(self):
+        tree_package = os.path.realpath(os.path.join(which_mlajit.PYTHON, "mlajit"))
+        self.assertNotEqual(self.package, tree_package)
+        self.assertNotIn(os.path.realpath(which_mlajit.ROOT), self.package)
+
+    def test_the_library_inside_the_package_loads_without_mlajit_library(self):
+        self.assertIsNone(os.environ.get("MLAJIT_LIBRARY"),
+                          "MLAJIT_LIBRARY is set: the installed package's own library is not tested")
+        self.assertEqual(os.path.realpath(_capi.library()._name),
+                         os.path.join(self.package, "libmlajit.so"))
+
+    def test_the_distribution_version_is_the_library_version(self):
+        import importlib.metadata
+        self.assertEqual(importlib.metadata.version("mlajit"), mlajit.version())
 
 
 if __name__ == "__main__":

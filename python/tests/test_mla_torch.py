@@ -7,7 +7,10 @@ import random
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import which_mlajit  # noqa: E402
+
+which_mlajit.use_source_tree()  # the tree's package, unless MLAJIT_TEST_INSTALLED=1
 import mlajit  # noqa: E402
 
 try:

@@ -1,4 +1,5 @@
 // cache_stats / precompile of the public runtime API, on the process-wide kernel registry.
+#include "api/precompile_result.h"
 #include "jit/kernel_registry.h"
 #include "mlajit/runtime.h"
 
@@ -23,13 +24,7 @@ CacheSummary cache_stats() {
 }
 
 PrecompileResult precompile(const KernelSpec& spec) {
-  const jit::CompiledKernel kernel = jit::KernelRegistry::instance().compile(spec);
-  PrecompileResult result;
-  result.key = kernel.key.hex;
-  result.from_cache = kernel.from_cache;
-  result.bytes = kernel.image.size();
-  result.compile_seconds = kernel.metadata.compile_seconds;
-  return result;
+  return precompile_result(jit::KernelRegistry::instance().compile(spec));
 }
 
 PrecompileResult precompile(const std::string& spec_text) {

@@ -101,6 +101,28 @@ void copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
   driver::memcpy_dtoh(host_dst, reinterpret_cast<CUdeviceptr>(device_src), bytes);
 }
 
+void copy_device_to_device(void* device_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  if (device_dst == nullptr || device_src == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument, "copy_device_to_device: a pointer is null");
+  }
+  use_context_for(device_dst);
+  driver::memcpy_dtod(reinterpret_cast<CUdeviceptr>(device_dst),
+                      reinterpret_cast<CUdeviceptr>(device_src), bytes);
+  // Device-to-device copies return before they finish; blocking like the other copies.
+  driver::context_synchronize();
+}
+
+void device_memset(void* device_dst, unsigned char value, size_t bytes) {
+  if (bytes == 0) return;
+  if (device_dst == nullptr) throw Error(ErrorCode::kInvalidArgument, "device_memset: null pointer");
+  use_context_for(device_dst);
+  driver::memset_d8(reinterpret_cast<CUdeviceptr>(device_dst), value, bytes);
+  // cuMemsetD8 on device memory returns before it finishes: wait, so that work the caller
+  // queues next on any stream sees the bytes.
+  driver::context_synchronize();
+}
+
 void device_synchronize(int ordinal) {
   if (ordinal < 0 || ordinal >= driver::device_count()) {
     throw Error(ErrorCode::kNoDevice,

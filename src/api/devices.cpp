@@ -14,6 +14,8 @@ std::string driver_unavailable_reason() noexcept {
   }
 }
 
+int driver_version() { return driver::driver_version(); }
+
 int device_count() { return driver::device_count(); }
 
 DeviceSummary device_summary(int ordinal) {
@@ -28,6 +30,7 @@ DeviceSummary device_summary(int ordinal) {
   summary.smem_per_sm = info.smem_per_sm;
   summary.smem_per_block_optin = info.smem_per_block_optin;
   summary.cooperative_launch = info.cooperative_launch;
+  summary.l2_bytes = info.l2_bytes;
   return summary;
 }
 

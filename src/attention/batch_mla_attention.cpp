@@ -3,24 +3,24 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include <fmt/format.h>
 
-#include "attention/mla_spec.h"
+#include "attention/kernel_choice.h"
 #include "attention/mla_workspace.h"
 #include "attention/run_args_validation.h"
 #include "common/logging.h"
 #include "driver/cuda_driver.h"
+#include "driver/tensor_map.h"
 #include "jit/kernel_registry.h"
-#include "jit/tile_config.h"
 #include "plan/planner.h"
 
 namespace mlajit {
 namespace {
-
-constexpr int kThreadsPerCta = 256;
 
 int resolve_device(int requested) {
   if (requested >= 0) {
@@ -48,7 +48,7 @@ struct BatchMlaAttention::Impl {
   MlaOptions options;
   int device = 0;
   driver::DeviceInfo device_info;
-  KernelSpec spec;
+  MlaKernelChoice choice;  // the family and the spec it runs
   std::shared_ptr<const jit::LoadedKernel> kernel;
   int max_ctas = 0;          // co-resident CTAs: occupancy x SMs
   bool two_launch = false;   // the non-cooperative fallback
@@ -56,6 +56,43 @@ struct BatchMlaAttention::Impl {
   plan::Plan current_plan;
   bool planned = false;
   int64_t planned_tokens = 0;
+  // The kernel's parameters after MlaParams (e.g. TMA tensor maps), encoded for the KV
+  // tensors in `run_params_tensors`: rebuilt only when those change (a decode loop over fixed
+  // buffers encodes once).
+  family::KernelRunParams run_params;
+  std::array<int64_t, 6> run_params_tensors{};
+  bool run_params_built = false;
+
+  // The bytes of the kernel's second parameter for `args`, or nullptr when it takes one.
+  void* extra_kernel_params(const MlaRunArgs& args) {
+    const std::array<int64_t, 6> tensors{reinterpret_cast<int64_t>(args.ckv),
+                                         reinterpret_cast<int64_t>(args.kpe),
+                                         args.ckv_stride_page, args.ckv_stride_token,
+                                         args.kpe_stride_page, args.kpe_stride_token};
+    if (!run_params_built || tensors != run_params_tensors) {
+      run_params = choice.family->run_params(shape, spec(), args);
+      for (const family::TensorMapRequest& request : run_params.tensor_maps) {
+        const CUtensorMap map = driver::encode_tensor_map(tensor_map_of(request));
+        std::memcpy(run_params.bytes.data() + request.offset, &map, sizeof(map));
+      }
+      run_params_tensors = tensors;
+      run_params_built = true;
+    }
+    return run_params.bytes.empty() ? nullptr : run_params.bytes.data();
+  }
+
+  static driver::TiledTensorMap tensor_map_of(const family::TensorMapRequest& request) {
+    driver::TiledTensorMap map;
+    map.dtype = request.dtype == DType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                  : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    map.global_address = reinterpret_cast<CUdeviceptr>(request.global_address);
+    map.global_dims = request.dims;
+    map.global_strides = request.strides;
+    map.box_dims = request.box;
+    map.swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+    map.l2_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    return map;
+  }
 
   void require_stream_on_device(void* stream) const {
     if (!driver::stream_on_device(static_cast<CUstream>(stream), device)) {
@@ -66,18 +103,22 @@ struct BatchMlaAttention::Impl {
     }
   }
 
+  const KernelSpec& spec() const { return choice.spec; }
+  const jit::LaunchGeometry& geometry() const { return kernel->metadata.geometry; }
+
   void choose_launch_path() {
-    const int per_sm = kernel->function.max_active_blocks_per_sm(
-        kThreadsPerCta, kernel->metadata.dynamic_smem_bytes);
+    const int per_sm = kernel->function.max_active_blocks_per_sm(geometry().threads_per_block,
+                                                                 geometry().dynamic_smem_bytes);
     if (per_sm < 1) {
       throw Error(ErrorCode::kUnsupported,
                   fmt::format("{} cannot run on device {} ({}): not one CTA fits an SM with {} B "
                               "of shared memory; force a smaller tier (MlaOptions::force_tier)",
-                              spec.text(), device, device_info.name,
-                              kernel->metadata.dynamic_smem_bytes));
+                              spec().text(), device, device_info.name,
+                              geometry().dynamic_smem_bytes));
     }
     max_ctas = per_sm * device_info.sm_count;
-    two_launch = options.force_two_launch;
+    // A kernel without a grid barrier merges in a second launch.
+    two_launch = options.force_two_launch || !geometry().cooperative;
     if (!two_launch && !device_info.cooperative_launch) {
       logger("mlajit.attention")
           ->warn("device {} does not support cooperative launches: using the two-launch path "
@@ -103,23 +144,22 @@ auto& live(ImplPtr& impl) {
 
 BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& options)
     : impl_(std::make_unique<Impl>()) {
-  validate_shape(shape);
-  validate_options(options);
+  validate_shape_and_options(shape, options);
   Impl& s = *impl_;
   s.shape = shape;
   s.options = options;
   s.device = resolve_device(options.device);
   driver::set_current_device(s.device);
   s.device_info = driver::device_info(s.device);
-  s.spec = mla_spec_for(shape, s.device_info.arch(), s.device_info.smem_per_sm,
-                        s.device_info.smem_per_block_optin, options.force_tier);
-  s.kernel = jit::KernelRegistry::instance().load(s.spec, s.device, options.compile_mode);
+  s.choice = choose_kernel(shape, device_target(s.device_info), options);
+  s.kernel = jit::KernelRegistry::instance().load(s.spec(), s.device, options.compile_mode);
   s.choose_launch_path();
+  // Partial rows hold the output's type.
   s.workspace = std::make_unique<MlaWorkspace>(s.max_ctas, shape.head_dim_ckv, dtype_size(shape.dtype));
   if (options.workspace_bytes > 0) s.workspace->reserve(options.workspace_bytes);
   logger("mlajit.attention")
       ->debug("BatchMlaAttention on device {} ({}): {} , {} co-resident CTAs, {}", s.device,
-              s.device_info.name, s.spec.text(), s.max_ctas,
+              s.device_info.name, s.spec().text(), s.max_ctas,
               s.two_launch ? "two-launch" : "cooperative");
 }
 
@@ -146,8 +186,8 @@ void BatchMlaAttention::plan(const MlaBatch& batch, void* stream) {
   input.page_size = s.shape.page_size;
   input.causal = s.shape.causal;
   input.num_ctas = s.max_ctas;
-  input.cta_tile_q = s.spec.tile.q_tile;
-  input.kv_tile = s.spec.tile.kv_tile;
+  input.cta_tile_q = s.spec().tile.q_tile;
+  input.kv_tile = s.spec().tile.kv_tile;
   input.cluster_size = s.options.cluster_size;
   plan::Plan new_plan = plan::make_plan(input);  // validates the indptrs and lengths
   if (s.options.validate_kv_indices) validate_kv_indices(batch);
@@ -195,6 +235,25 @@ mlajit_kernel::MlaParams make_kernel_params(const MlaShape& shape, const MlaOpti
   return p;
 }
 
+// The program's geometry over the plan's grid. Thread-block clusters need the driver's
+// cuLaunchKernelEx, which LaunchConfig does not reach yet: refused rather than launched wrong.
+driver::LaunchConfig launch_config(const jit::LaunchGeometry& geometry, const plan::Plan& plan,
+                                   CUstream stream) {
+  if (geometry.cluster != jit::ClusterDims{}) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("the kernel asks for {}x{}x{} thread-block clusters, which this "
+                            "library's launch path does not set yet",
+                            geometry.cluster.x, geometry.cluster.y, geometry.cluster.z));
+  }
+  driver::LaunchConfig config;
+  config.grid_x = static_cast<unsigned>(plan.cluster_size);
+  config.grid_y = static_cast<unsigned>(plan.grid_y);
+  config.block_x = static_cast<unsigned>(geometry.threads_per_block);
+  config.dynamic_smem_bytes = static_cast<unsigned>(geometry.dynamic_smem_bytes);
+  config.stream = stream;
+  return config;
+}
+
 }  // namespace
 
 void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
@@ -214,13 +273,8 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   // captured on an empty batch still runs after a re-plan.
   if (plan.work_items.empty() && s.options.cluster_size == 0) return;
 
-  driver::LaunchConfig config;
-  config.grid_x = static_cast<unsigned>(plan.cluster_size);
-  config.grid_y = static_cast<unsigned>(plan.grid_y);
-  config.block_x = kThreadsPerCta;
-  config.dynamic_smem_bytes = static_cast<unsigned>(s.kernel->metadata.dynamic_smem_bytes);
-  config.stream = cu_stream;
-  void* kernel_args[] = {&params};
+  driver::LaunchConfig config = launch_config(s.geometry(), plan, cu_stream);
+  void* kernel_args[] = {&params, s.extra_kernel_params(args)};
 
   // Without split tiles there is nothing to merge: one plain launch, no barrier. A pinned
   // grid (the CUDA-graph mode) always launches the same way, so a captured graph stays
@@ -258,7 +312,7 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
 MlaPlanInfo BatchMlaAttention::plan_info() const {
   const Impl& s = live(impl_);
   MlaPlanInfo info;
-  info.tier = jit::tier_of(s.spec.tile);
+  info.tier = s.choice.family->tier_of(s.spec());
   info.two_launch = s.two_launch;
   if (!s.planned) return info;
   const plan::Plan& plan = s.current_plan;
@@ -278,6 +332,6 @@ MlaPlanInfo BatchMlaAttention::plan_info() const {
 }
 
 const MlaShape& BatchMlaAttention::shape() const { return live(impl_).shape; }
-std::string BatchMlaAttention::spec_text() const { return live(impl_).spec.text(); }
+std::string BatchMlaAttention::spec_text() const { return live(impl_).spec().text(); }
 
 }  // namespace mlajit

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "driver/cuda_driver.h"
-#include "kernels/mla_params.cuh"
+#include "kernels/common/mla_params.cuh"
 #include "plan/planner.h"
 
 namespace mlajit {

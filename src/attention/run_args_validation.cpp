@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "family/family_registry.h"
+
 namespace mlajit {
 namespace {
 
@@ -25,7 +27,8 @@ void require_aligned(const char* name, const void* pointer) {
 // (at most (page_size - 1) x stride + row, page_size <= 2^20) inside int64.
 constexpr int64_t kMaxStride = int64_t{1} << 40;
 
-void require_stride(const char* name, int64_t stride, int64_t minimum) {
+// Row starts must stay 16-byte aligned: strides in whole 16-byte units of the operand's type.
+void require_stride(const char* name, int64_t stride, int64_t minimum, DType dtype) {
   if (stride > kMaxStride) {
     invalid(fmt::format("{}={} is too large: expected <= 2^40 elements (no device holds a "
                         "tensor that wide)",
@@ -35,8 +38,17 @@ void require_stride(const char* name, int64_t stride, int64_t minimum) {
     invalid(fmt::format("{}={} is too small: rows would overlap (expected >= {})", name, stride,
                         minimum));
   }
-  if (stride % 8 != 0) {
-    invalid(fmt::format("{}={} is not a multiple of 8 elements (16 bytes)", name, stride));
+  const int per_16_bytes = 16 / dtype_size(dtype);
+  if (stride % per_16_bytes != 0) {
+    invalid(fmt::format("{}={} is not a multiple of {} elements (16 bytes of {})", name, stride,
+                        per_16_bytes, dtype_name(dtype)));
+  }
+}
+
+void require_known_dtype(const char* name, DType dtype) {
+  if (dtype_size(dtype) == 0) {
+    invalid(fmt::format("{}={} is not a known dtype: expected bf16, f16 or e4m3", name,
+                        static_cast<int>(dtype)));
   }
 }
 
@@ -46,20 +58,15 @@ void validate_shape(const MlaShape& shape) {
   if (shape.num_heads < 1 || shape.num_heads > 128) {
     invalid(fmt::format("num_heads={} is out of range: expected 1..128", shape.num_heads));
   }
-  const bool deepseek = shape.head_dim_ckv == 512 && shape.head_dim_kpe == 64;
-  const bool minicpm = shape.head_dim_ckv == 256 && shape.head_dim_kpe == 32;
-  if (!deepseek && !minicpm) {
-    throw Error(ErrorCode::kUnsupported,
-                fmt::format("head dims (ckv={}, kpe={}) are not supported: expected (512, 64) "
-                            "(DeepSeek-V2/V3, Kimi-K2) or (256, 32) (MiniCPM3)",
-                            shape.head_dim_ckv, shape.head_dim_kpe));
-  }
   if (shape.page_size < 1 || shape.page_size > (1 << 20)) {
     invalid(fmt::format("page_size={} is out of range: expected 1..{}", shape.page_size, 1 << 20));
   }
-  if (shape.dtype != DType::kBFloat16 && shape.dtype != DType::kFloat16) {
-    invalid(fmt::format("dtype={} is not a known dtype: expected bf16 or f16",
-                        static_cast<int>(shape.dtype)));
+  require_known_dtype("dtype", shape.dtype);
+  if (shape.kv_dtype) require_known_dtype("kv_dtype", *shape.kv_dtype);
+  if (shape.dtype == DType::kFloat8E4M3) {
+    throw Error(ErrorCode::kUnsupported,
+                "dtype=e4m3: FP8 is a KV-cache format (kv_dtype); queries and output are bf16 "
+                "or f16");
   }
 }
 
@@ -86,10 +93,18 @@ void validate_options(const MlaOptions& options) {
                         "2 (process) or 3 (inline)",
                         mode));
   }
+  if (options.kernel != family::kAutoFamily) family::find_family(options.kernel);
+}
+
+void validate_shape_and_options(const MlaShape& shape, const MlaOptions& options) {
+  validate_shape(shape);
+  validate_options(options);
+  family::check_request(shape, options.kernel);
 }
 
 void validate_run_args(const MlaShape& shape, const MlaRunArgs& args, int64_t planned_tokens) {
   const int64_t heads = shape.num_heads;
+  const DType q = shape.dtype, kv = shape.effective_kv_dtype();
   require_aligned("q_nope", args.q_nope);
   require_aligned("q_pe", args.q_pe);
   require_aligned("ckv", args.ckv);
@@ -107,22 +122,22 @@ void validate_run_args(const MlaShape& shape, const MlaRunArgs& args, int64_t pl
     invalid(fmt::format("num_tokens={} does not match the plan: qo_indptr[batch]={}",
                         args.num_tokens, planned_tokens));
   }
-  require_stride("q_nope_stride_head", args.q_nope_stride_head, shape.head_dim_ckv);
+  require_stride("q_nope_stride_head", args.q_nope_stride_head, shape.head_dim_ckv, q);
   require_stride("q_nope_stride_token", args.q_nope_stride_token,
-                 (heads - 1) * args.q_nope_stride_head + shape.head_dim_ckv);
-  require_stride("q_pe_stride_head", args.q_pe_stride_head, shape.head_dim_kpe);
+                 (heads - 1) * args.q_nope_stride_head + shape.head_dim_ckv, q);
+  require_stride("q_pe_stride_head", args.q_pe_stride_head, shape.head_dim_kpe, q);
   require_stride("q_pe_stride_token", args.q_pe_stride_token,
-                 (heads - 1) * args.q_pe_stride_head + shape.head_dim_kpe);
-  require_stride("out_stride_head", args.out_stride_head, shape.head_dim_ckv);
+                 (heads - 1) * args.q_pe_stride_head + shape.head_dim_kpe, q);
+  require_stride("out_stride_head", args.out_stride_head, shape.head_dim_ckv, q);
   require_stride("out_stride_token", args.out_stride_token,
-                 (heads - 1) * args.out_stride_head + shape.head_dim_ckv);
+                 (heads - 1) * args.out_stride_head + shape.head_dim_ckv, q);
   // ckv and kpe may interleave (one concatenated cache), so each only has to clear its own row.
-  require_stride("ckv_stride_token", args.ckv_stride_token, shape.head_dim_ckv);
+  require_stride("ckv_stride_token", args.ckv_stride_token, shape.head_dim_ckv, kv);
   require_stride("ckv_stride_page", args.ckv_stride_page,
-                 (shape.page_size - 1) * args.ckv_stride_token + shape.head_dim_ckv);
-  require_stride("kpe_stride_token", args.kpe_stride_token, shape.head_dim_kpe);
+                 (shape.page_size - 1) * args.ckv_stride_token + shape.head_dim_ckv, kv);
+  require_stride("kpe_stride_token", args.kpe_stride_token, shape.head_dim_kpe, kv);
   require_stride("kpe_stride_page", args.kpe_stride_page,
-                 (shape.page_size - 1) * args.kpe_stride_token + shape.head_dim_kpe);
+                 (shape.page_size - 1) * args.kpe_stride_token + shape.head_dim_kpe, kv);
   if (!(args.sm_scale > 0.0f) || args.sm_scale > 1e6f) {
     invalid(fmt::format("sm_scale={} is out of range: expected a value in (0, 1e6], e.g. "
                         "1/sqrt(192) for DeepSeek",

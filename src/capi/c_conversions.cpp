@@ -9,16 +9,26 @@
 namespace mlajit::capi {
 namespace {
 
-DType to_dtype(mlajit_dtype dtype) {
+DType to_dtype(mlajit_dtype dtype, const char* name) {
   switch (dtype) {
     case MLAJIT_FLOAT16: return DType::kFloat16;
     case MLAJIT_BFLOAT16: return DType::kBFloat16;
+    case MLAJIT_FLOAT8_E4M3: return DType::kFloat8E4M3;
     default: break;  // any other int, the range markers included
   }
   throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("shape->dtype={} is not a dtype: expected MLAJIT_FLOAT16 (0) or "
-                          "MLAJIT_BFLOAT16 (1)",
-                          static_cast<int>(dtype)));
+              fmt::format("{}={} is not a dtype: expected MLAJIT_FLOAT16 (0), MLAJIT_BFLOAT16 (1) "
+                          "or MLAJIT_FLOAT8_E4M3 (2)",
+                          name, static_cast<int>(dtype)));
+}
+
+mlajit_dtype to_c_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return MLAJIT_FLOAT16;
+    case DType::kBFloat16: return MLAJIT_BFLOAT16;
+    case DType::kFloat8E4M3: return MLAJIT_FLOAT8_E4M3;
+  }
+  return MLAJIT_KV_DTYPE_SAME;  // unreachable for a value of the enum
 }
 
 bool to_flag(int32_t value, const char* name) {
@@ -39,8 +49,9 @@ mlajit_shape default_shape() {
   c.head_dim_ckv = cpp.head_dim_ckv;
   c.head_dim_kpe = cpp.head_dim_kpe;
   c.page_size = cpp.page_size;
-  c.dtype = cpp.dtype == DType::kFloat16 ? MLAJIT_FLOAT16 : MLAJIT_BFLOAT16;
+  c.dtype = to_c_dtype(cpp.dtype);
   c.causal = cpp.causal ? 1 : 0;
+  c.kv_dtype = cpp.kv_dtype ? to_c_dtype(*cpp.kv_dtype) : MLAJIT_KV_DTYPE_SAME;
   return c;
 }
 
@@ -55,6 +66,7 @@ mlajit_options default_options() {
   c.lse_base = cpp.lse_base == LseBase::kNatural ? MLAJIT_LSE_NATURAL : MLAJIT_LSE_BASE2;
   c.workspace_bytes = cpp.workspace_bytes;
   c.validate_kv_indices = cpp.validate_kv_indices ? 1 : 0;
+  c.kernel = nullptr;  // cpp.kernel: "auto"
   c.compile_mode = static_cast<mlajit_compile_mode>(cpp.compile_mode);
   return c;
 }
@@ -72,22 +84,24 @@ mlajit_run_args default_run_args() {
 }
 
 MlaShape to_shape(const mlajit_shape* shape) {
-  const mlajit_shape c = read_struct(shape, default_shape(), "shape");
+  const mlajit_shape c =
+      read_struct(shape, default_shape(), "shape", offsetof(mlajit_shape, kv_dtype));
   MlaShape cpp;
   cpp.num_heads = c.num_heads;
   cpp.head_dim_ckv = c.head_dim_ckv;
   cpp.head_dim_kpe = c.head_dim_kpe;
   cpp.page_size = c.page_size;
-  cpp.dtype = to_dtype(c.dtype);
+  cpp.dtype = to_dtype(c.dtype, "shape->dtype");
   cpp.causal = to_flag(c.causal, "shape->causal");
+  if (c.kv_dtype != MLAJIT_KV_DTYPE_SAME) cpp.kv_dtype = to_dtype(c.kv_dtype, "shape->kv_dtype");
   return cpp;
 }
 
 MlaOptions to_options(const mlajit_options* options) {
   if (options == nullptr) return MlaOptions{};
-  // The 0.1.1 layout ended where compile_mode starts (`reserved` was its tail padding).
-  const mlajit_options c = read_struct(options, default_options(), "options",
-                                       offsetof(mlajit_options, compile_mode));
+  // The 0.1.1 layout ended where kernel starts; a 0.2.0 one without compile_mode is read too.
+  const mlajit_options c =
+      read_struct(options, default_options(), "options", offsetof(mlajit_options, kernel));
   MlaOptions cpp;
   cpp.device = c.device;
   cpp.force_tier = c.force_tier;
@@ -102,6 +116,7 @@ MlaOptions to_options(const mlajit_options* options) {
   cpp.lse_base = c.lse_base == MLAJIT_LSE_NATURAL ? LseBase::kNatural : LseBase::kBase2;
   cpp.workspace_bytes = c.workspace_bytes;
   cpp.validate_kv_indices = to_flag(c.validate_kv_indices, "options->validate_kv_indices");
+  if (c.kernel != nullptr) cpp.kernel = c.kernel;
   switch (c.compile_mode) {
     case MLAJIT_COMPILE_DEFAULT: cpp.compile_mode = CompileMode::kDefault; break;
     case MLAJIT_COMPILE_AUTO: cpp.compile_mode = CompileMode::kAuto; break;
@@ -163,6 +178,17 @@ mlajit_tile_info to_tile_info(const TileChoice& choice) {
   c.tier = choice.tier;
   c.shared_bytes = choice.shared_bytes;
   copy_text(c.spec_text, choice.spec_text);
+  copy_text(c.family, choice.family);
+  return c;
+}
+
+mlajit_kernel_family_info to_kernel_family_info(const KernelFamilyInfo& family) {
+  mlajit_kernel_family_info c{};
+  c.struct_size = sizeof(c);
+  copy_text(c.name, family.name);
+  copy_text(c.summary, family.summary);
+  copy_text(c.head_dims, fmt::format("{}", fmt::join(family.head_dims, ",")));
+  copy_text(c.archs, fmt::format("{}", fmt::join(family.archs, ",")));
   return c;
 }
 

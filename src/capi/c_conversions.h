@@ -18,5 +18,6 @@ MlaBatch to_batch(const mlajit_batch* batch);
 MlaRunArgs to_run_args(const mlajit_run_args* args);
 
 mlajit_tile_info to_tile_info(const TileChoice& choice);
+mlajit_kernel_family_info to_kernel_family_info(const KernelFamilyInfo& family);
 
 }  // namespace mlajit::capi

@@ -1,4 +1,7 @@
-// Version, devices, tile configs, cache and precompile through the C ABI.
+// Version, devices, kernel families, tile configs, cache and precompile through the C ABI.
+#include <cstddef>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "capi/c_conversions.h"
@@ -11,6 +14,9 @@ namespace {
 
 using mlajit::capi::fail;
 using mlajit::capi::guarded;
+
+// The 0.1 layout, without the family appended in 0.2.0.
+constexpr size_t kTileInfoFirstLayout = offsetof(mlajit_tile_info, family);
 
 // Parsed once: "0.1.0" -> numbers, so they cannot disagree with the string.
 void parse_version(int* major, int* minor, int* patch) {
@@ -75,12 +81,34 @@ mlajit_status mlajit_device_info_get(int ordinal, mlajit_device_info* info) {
   });
 }
 
+mlajit_status mlajit_kernel_family_count(int* count) {
+  if (count == nullptr) {
+    return fail(MLAJIT_ERROR_INVALID_ARGUMENT, "mlajit_kernel_family_count: count is NULL");
+  }
+  return guarded([&] { *count = static_cast<int>(mlajit::kernel_families().size()); });
+}
+
+mlajit_status mlajit_kernel_family_get(int index, mlajit_kernel_family_info* info) {
+  return guarded([&] {
+    mlajit::capi::check_struct_size(info, "info");
+    const std::vector<mlajit::KernelFamilyInfo> families = mlajit::kernel_families();
+    if (index < 0 || static_cast<size_t>(index) >= families.size()) {
+      throw mlajit::Error(mlajit::ErrorCode::kInvalidArgument,
+                          fmt::format("mlajit_kernel_family_get: index={} is out of range: "
+                                      "expected 0..{}",
+                                      index, static_cast<int>(families.size()) - 1));
+    }
+    mlajit::capi::write_struct(info, mlajit::capi::to_kernel_family_info(families[index]), "info");
+  });
+}
+
 mlajit_status mlajit_tile_for_device(int ordinal, const mlajit_shape* shape,
                                      mlajit_tile_info* info) {
   return guarded([&] {
-    mlajit::capi::check_struct_size(info, "info");
+    mlajit::capi::check_struct_size(info, "info", kTileInfoFirstLayout);
     const mlajit::TileChoice choice = mlajit::tile_for(ordinal, mlajit::capi::to_shape(shape));
-    mlajit::capi::write_struct(info, mlajit::capi::to_tile_info(choice), "info");
+    mlajit::capi::write_struct(info, mlajit::capi::to_tile_info(choice), "info",
+                               kTileInfoFirstLayout);
   });
 }
 
@@ -88,9 +116,10 @@ mlajit_status mlajit_tile_for_arch(const char* arch, const mlajit_shape* shape,
                                    mlajit_tile_info* info) {
   if (arch == nullptr) return fail(MLAJIT_ERROR_INVALID_ARGUMENT, "mlajit_tile_for_arch: arch is NULL");
   return guarded([&] {
-    mlajit::capi::check_struct_size(info, "info");
+    mlajit::capi::check_struct_size(info, "info", kTileInfoFirstLayout);
     const mlajit::TileChoice choice = mlajit::tile_for_arch(arch, mlajit::capi::to_shape(shape));
-    mlajit::capi::write_struct(info, mlajit::capi::to_tile_info(choice), "info");
+    mlajit::capi::write_struct(info, mlajit::capi::to_tile_info(choice), "info",
+                               kTileInfoFirstLayout);
   });
 }
 

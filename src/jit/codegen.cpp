@@ -1,35 +1,30 @@
 // KernelSpec -> NVRTC program. The main translation unit is a generated prelude and one
-// #include of the family's kernel file; every kernel file travels as a named header, so the
-// kernels need no toolkit header and no include path.
+// #include of the family's entry file; that file and the kernel files it includes travel as
+// named headers, so the kernels need no toolkit header and no include path. NVRTC matches a
+// header by the exact text of the directive (never relative to the including file), so every
+// kernel file includes others by their path below kernels/: "common/ptx_mma.cuh".
 #include "jit/codegen.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
-#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <xxhash.h>
 
 #include "common/logging.h"
+#include "family/family_registry.h"
 #include "jit/embedded_kernels.h"
-#include "jit/tile_config.h"
+#include "jit/utility_programs.h"
 #include "mlajit/error.h"
 
 namespace mlajit::jit {
 
 namespace {
 
-constexpr int kMlaThreads = 256;
-constexpr int kDemoThreads = 256;
-
-struct HeadDims {
-  int ckv, kpe;
-};
-constexpr HeadDims kMlaHeadDims[] = {{512, 64}, {256, 32}};
+namespace fs = std::filesystem;
 
 // NVRTC has no <cstdint>: the prelude gives the kernels the fixed-width types.
 constexpr const char* kIntegerTypes =
@@ -42,52 +37,78 @@ constexpr const char* kIntegerTypes =
     "typedef unsigned int uint32_t;\n"
     "typedef unsigned long long uint64_t;\n";
 
-std::string read_file(const std::string& path) {
-  // A directory named *.cuh opens fine and reads as nothing: it would be hashed into the key
-  // as an empty header and fail in NVRTC with an unrelated message.
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-    throw Error(ErrorCode::kIoError, fmt::format("kernel source {} is not a regular file", path));
-  }
+std::string read_file(const fs::path& path) {
   std::ifstream stream(path, std::ios::binary);
   if (!stream.is_open()) {
-    throw Error(ErrorCode::kIoError, fmt::format("cannot open kernel source {}", path));
+    throw Error(ErrorCode::kIoError, fmt::format("cannot open kernel source {}", path.string()));
   }
   std::ostringstream contents;
   contents << stream.rdbuf();
   if (stream.bad()) {
-    throw Error(ErrorCode::kIoError, fmt::format("cannot read kernel source {}", path));
+    throw Error(ErrorCode::kIoError, fmt::format("cannot read kernel source {}", path.string()));
   }
   return contents.str();
 }
 
+bool is_kernel_file_name(const fs::path& path) { return path.extension() == ".cuh"; }
+
 std::map<std::string, std::string> read_kernel_dir(const std::string& dir) {
-  DIR* listing = opendir(dir.c_str());
-  if (listing == nullptr) {
+  std::error_code error;
+  fs::recursive_directory_iterator entries(dir, error), end;
+  if (error) {
     throw Error(ErrorCode::kIoError,
-                fmt::format("MLAJIT_KERNEL_DIR={} cannot be opened; unset it to use the kernels "
-                            "built into the library",
-                            dir));
+                fmt::format("MLAJIT_KERNEL_DIR={} cannot be opened ({}); unset it to use the "
+                            "kernels built into the library",
+                            dir, error.message()));
   }
-  std::vector<std::string> names;
-  while (const dirent* entry = readdir(listing)) {
-    const std::string name = entry->d_name;
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".cuh") == 0) names.push_back(name);
-  }
-  closedir(listing);
   std::map<std::string, std::string> files;
-  for (const auto& name : names) files[name] = read_file(dir + "/" + name);
+  for (; entries != end; entries.increment(error)) {
+    if (error) {
+      throw Error(ErrorCode::kIoError,
+                  fmt::format("MLAJIT_KERNEL_DIR={} cannot be listed: {}", dir, error.message()));
+    }
+    const fs::path& path = entries->path();
+    if (!is_kernel_file_name(path)) continue;
+    // A directory named *.cuh would be hashed into the key as an empty header and fail in
+    // NVRTC with an unrelated message.
+    if (!fs::is_regular_file(path)) {
+      throw Error(ErrorCode::kIoError,
+                  fmt::format("kernel source {} is not a regular file", path.string()));
+    }
+    files[fs::relative(path, dir).generic_string()] = read_file(path);
+  }
   return files;
 }
 
-std::string dtype_type(DType dtype) {
-  return dtype == DType::kBFloat16 ? "mlajit_kernel::bf16_t" : "mlajit_kernel::f16_t";
+// The name of a line's `#include "name"`, "" for any other line (angle-bracket includes name
+// toolkit headers, which the kernels do not use).
+std::string quoted_include(const std::string& line) {
+  size_t at = line.find_first_not_of(" \t");
+  if (at == std::string::npos || line[at] != '#') return "";
+  at = line.find_first_not_of(" \t", at + 1);
+  if (at == std::string::npos || line.compare(at, 7, "include") != 0) return "";
+  const size_t open = line.find_first_not_of(" \t", at + 7);
+  if (open == std::string::npos || line[open] != '"') return "";
+  const size_t close = line.find('"', open + 1);
+  return close == std::string::npos ? "" : line.substr(open + 1, close - open - 1);
 }
 
-std::string supported_head_dims() {
-  std::vector<std::string> pairs;
-  for (const auto& dims : kMlaHeadDims) pairs.push_back(fmt::format("{}/{}", dims.ckv, dims.kpe));
-  return fmt::format("{}", fmt::join(pairs, ", "));
+// The family's program, or a utility program's; a family checks the spec first.
+KernelProgram program_for(const KernelSpec& spec) {
+  if (const family::KernelFamily* kernels = family::family_named(spec.family)) {
+    kernels->check(spec);
+    return kernels->program(spec);
+  }
+  if (const KernelProgram* utility = utility_program(spec.family)) return *utility;
+  std::vector<std::string> families;
+  for (const family::KernelFamily* kernels : family::kernel_families()) {
+    families.push_back(kernels->name());
+  }
+  throw Error(ErrorCode::kUnsupported,
+              fmt::format("unknown kernel family '{}': expected a family ({}) or a utility "
+                          "program ({})",
+                          spec.family, fmt::join(families, ", "),
+                          fmt::join(utility_program_names(), ", ")));
 }
 
 // A C++ caller can cast any int to a DType; such a spec has no text to key or parse back.
@@ -97,46 +118,21 @@ void check_dtypes(const KernelSpec& spec) {
                                      std::pair{"o_dtype", spec.o_dtype}}) {
     if (dtype_size(dtype) == 0) {
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("KernelSpec::{}={} is not a DType: expected kFloat16 (0) or "
-                              "kBFloat16 (1)",
+                  fmt::format("KernelSpec::{}={} is not a DType: expected kFloat16 (0), "
+                              "kBFloat16 (1) or kFloat8E4M3 (2)",
                               field, static_cast<int>(dtype)));
     }
   }
 }
 
-void check_mla_spec(const KernelSpec& spec) {
-  if (spec.q_dtype != spec.kv_dtype || spec.q_dtype != spec.o_dtype) {
-    throw Error(ErrorCode::kUnsupported,
-                fmt::format("the mla_fa2 kernel needs one dtype for Q, KV and O; got q={} kv={} "
-                            "o={}",
-                            dtype_name(spec.q_dtype), dtype_name(spec.kv_dtype),
-                            dtype_name(spec.o_dtype)));
-  }
-  const bool known = std::any_of(std::begin(kMlaHeadDims), std::end(kMlaHeadDims), [&](auto d) {
-    return d.ckv == spec.head_dim_ckv && d.kpe == spec.head_dim_kpe;
-  });
-  if (!known) {
-    throw Error(ErrorCode::kUnsupported,
-                fmt::format("the mla_fa2 kernel has no head dims ckv={} kpe={}; supported "
-                            "(ckv/kpe): {}",
-                            spec.head_dim_ckv, spec.head_dim_kpe, supported_head_dims()));
-  }
-}
-
-std::string mla_name_expression(const KernelSpec& spec) {
-  return fmt::format(
-      "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}>>",
-      dtype_type(spec.q_dtype), spec.head_dim_ckv, spec.head_dim_kpe,
-      spec.causal ? "true" : "false", spec.tile.num_stages, spec.tile.kv_tile,
-      spec.tile.qk_shard ? "true" : "false", spec.tile.q_tile);
-}
-
-std::string prelude(const KernelSpec& spec, int smem_bytes) {
+// The launch constants go in as macros so that the kernel can static_assert that it was
+// built for the geometry the host launches with.
+std::string prelude(const KernelSpec& spec, const KernelProgram& program) {
   std::string text = fmt::format("// Generated by mlajit codegen for spec:\n//   {}\n", spec.text());
   text += kIntegerTypes;
-  if (spec.family == "mla_fa2") {
-    text += fmt::format("#define MLAJIT_EXPECTED_SMEM_BYTES {}\n", smem_bytes);
-  }
+  text += fmt::format("#define MLAJIT_EXPECTED_THREADS {}\n", program.geometry.threads_per_block);
+  text += fmt::format("#define MLAJIT_EXPECTED_SMEM_BYTES {}\n", program.geometry.dynamic_smem_bytes);
+  for (const auto& [name, value] : program.defines) text += fmt::format("#define {} {}\n", name, value);
   return text;
 }
 
@@ -163,6 +159,28 @@ std::string source_hash(const std::string& source,
 
 }  // namespace
 
+std::vector<std::string> included_kernel_files(
+    const std::string& entry, const std::map<std::string, std::string>& kernel_files) {
+  std::set<std::string> seen{entry};
+  std::vector<std::pair<std::string, std::string>> pending{{entry, "the program"}};
+  while (!pending.empty()) {
+    const auto [name, includer] = pending.back();
+    pending.pop_back();
+    const auto file = kernel_files.find(name);
+    if (file == kernel_files.end()) {
+      throw Error(ErrorCode::kIoError,
+                  fmt::format("kernel file {} (included by {}) is not among the kernel sources",
+                              name, includer));
+    }
+    std::istringstream lines(file->second);
+    for (std::string line; std::getline(lines, line);) {
+      const std::string included = quoted_include(line);
+      if (!included.empty() && seen.insert(included).second) pending.push_back({included, name});
+    }
+  }
+  return {seen.begin(), seen.end()};
+}
+
 std::map<std::string, std::string> kernel_sources() {
   const char* dir = std::getenv("MLAJIT_KERNEL_DIR");
   if (dir != nullptr && *dir != '\0') {
@@ -183,44 +201,19 @@ GeneratedProgram generate_program(const KernelSpec& spec) {
 GeneratedProgram generate_program(const KernelSpec& spec,
                                   const std::map<std::string, std::string>& kernel_files) {
   check_dtypes(spec);
-  GeneratedProgram program;
-  std::string family_file;
-  if (spec.family == "mla_fa2") {
-    check_mla_spec(spec);
-    family_file = "mla_fa2.cuh";
-    program.request.name_expression = mla_name_expression(spec);
-    program.threads_per_block = kMlaThreads;
-    program.dynamic_smem_bytes = mla_shared_storage_bytes(spec, spec.tile);
-  } else if (spec.family == "grid_barrier_demo") {
-    // The demo ignores dtypes, head dims and tile: one instance serves every spec.
-    family_file = "grid_barrier_demo.cuh";
-    program.request.name_expression = fmt::format("mlajit_kernel::grid_barrier_demo<{}>",
-                                                  kDemoThreads);
-    program.threads_per_block = kDemoThreads;
-    program.dynamic_smem_bytes = 0;
-  } else if (spec.family == "spin") {
-    // The benchmark's GPU-holding kernel; like the demo it ignores the rest of the spec.
-    family_file = "spin.cuh";
-    program.request.name_expression = "mlajit_kernel::spin_kernel<0>";
-    program.threads_per_block = 32;
-    program.dynamic_smem_bytes = 0;
-  } else {
-    throw Error(ErrorCode::kUnsupported,
-                fmt::format("unknown kernel family '{}': expected mla_fa2, grid_barrier_demo or spin",
-                            spec.family));
+  const KernelProgram program = program_for(spec);
+  GeneratedProgram generated;
+  generated.geometry = program.geometry;
+  CompileRequest& request = generated.request;
+  request.program_name = spec.family + ".cu";
+  request.source = prelude(spec, program) + fmt::format("#include \"{}\"\n", program.entry_file);
+  for (const std::string& name : included_kernel_files(program.entry_file, kernel_files)) {
+    request.headers[name] = kernel_files.at(name);
   }
-  if (!kernel_files.count(family_file)) {
-    logger("mlajit.jit")->warn("kernel file {} for family {} is not among the kernel sources; "
-                               "compiling this program will fail",
-                               family_file, spec.family);
-  }
-  program.request.program_name = spec.family + ".cu";
-  program.request.source =
-      prelude(spec, program.dynamic_smem_bytes) + fmt::format("#include \"{}\"\n", family_file);
-  program.request.headers = kernel_files;
-  program.request.arch = spec.arch;
-  program.source_hash = source_hash(program.request.source, program.request.headers);
-  return program;
+  request.name_expression = program.name_expression;
+  request.arch = spec.arch;
+  generated.source_hash = source_hash(request.source, request.headers);
+  return generated;
 }
 
 }  // namespace mlajit::jit

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -47,10 +48,27 @@ CacheKey key_for_program(const KernelSpec& spec, const GeneratedProgram& program
 }  // namespace
 
 std::string KernelMetadata::serialize() const {
-  return fmt::format("spec={}\nlowered_name={}\nthreads={}\nsmem={}\ncompile_seconds={:.6f}\n",
-                     spec_text, lowered_name, threads_per_block, dynamic_smem_bytes,
-                     compile_seconds);
+  return fmt::format(
+      "spec={}\nlowered_name={}\nthreads={}\nsmem={}\ncluster={}x{}x{}\ncooperative={}\n"
+      "compile_seconds={:.6f}\n",
+      spec_text, lowered_name, geometry.threads_per_block, geometry.dynamic_smem_bytes,
+      geometry.cluster.x, geometry.cluster.y, geometry.cluster.z, geometry.cooperative ? 1 : 0,
+      compile_seconds);
 }
+
+namespace {
+
+// "2x1x1" -> {2, 1, 1}; throws std::invalid_argument as stoi does for a damaged number.
+ClusterDims parse_cluster(const std::string& text) {
+  const auto first = text.find('x'), second = text.find('x', first + 1);
+  if (first == std::string::npos || second == std::string::npos) {
+    throw std::invalid_argument("cluster '" + text + "' is not XxYxZ");
+  }
+  return {std::stoi(text.substr(0, first)), std::stoi(text.substr(first + 1, second - first - 1)),
+          std::stoi(text.substr(second + 1))};
+}
+
+}  // namespace
 
 KernelMetadata KernelMetadata::parse(const std::string& text) {
   KernelMetadata metadata;
@@ -73,8 +91,10 @@ KernelMetadata KernelMetadata::parse(const std::string& text) {
   try {
     metadata.spec_text = field("spec");
     metadata.lowered_name = field("lowered_name");
-    metadata.threads_per_block = std::stoi(field("threads"));
-    metadata.dynamic_smem_bytes = std::stoi(field("smem"));
+    metadata.geometry.threads_per_block = std::stoi(field("threads"));
+    metadata.geometry.dynamic_smem_bytes = std::stoi(field("smem"));
+    metadata.geometry.cluster = parse_cluster(field("cluster"));
+    metadata.geometry.cooperative = std::stoi(field("cooperative")) != 0;
     metadata.compile_seconds = std::stod(field("compile_seconds"));
   } catch (const std::logic_error& e) {  // stoi/stod on a damaged number
     throw Error(ErrorCode::kInternal, fmt::format("kernel metadata has a bad number: {}", e.what()));
@@ -120,23 +140,18 @@ CompiledKernel KernelRegistry::compile(const KernelSpec& spec, CompileMode mode)
     KernelMetadata metadata;
     metadata.spec_text = spec.text();
     metadata.lowered_name = result.lowered_name;
-    metadata.threads_per_block = program.threads_per_block;
-    metadata.dynamic_smem_bytes = program.dynamic_smem_bytes;
+    metadata.geometry = program.geometry;
     metadata.compile_seconds = result.seconds;
     return CacheEntry{compiled.key.text, result.image, metadata.serialize()};
   });
   compiled.metadata = KernelMetadata::parse(entry.metadata);
-  if (compiled.metadata.threads_per_block != program.threads_per_block ||
-      compiled.metadata.dynamic_smem_bytes != program.dynamic_smem_bytes) {
+  if (compiled.metadata.geometry != program.geometry) {
     // The launch shape comes from this library's codegen, never from a file: an entry that
     // disagrees (edited by hand, or written by a broken build) must not size a launch.
-    log->warn("cache entry {} for {} says {} threads and {} B of shared memory, codegen says {} "
-              "and {}: using codegen's",
-              compiled.key.hex, spec_text, compiled.metadata.threads_per_block,
-              compiled.metadata.dynamic_smem_bytes, program.threads_per_block,
-              program.dynamic_smem_bytes);
-    compiled.metadata.threads_per_block = program.threads_per_block;
-    compiled.metadata.dynamic_smem_bytes = program.dynamic_smem_bytes;
+    log->warn("cache entry {} for {} records another launch geometry ({}) than codegen's: using "
+              "codegen's",
+              compiled.key.hex, spec_text, compiled.metadata.serialize());
+    compiled.metadata.geometry = program.geometry;
   }
   compiled.image = std::move(entry.payload);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -164,7 +179,7 @@ std::shared_ptr<const LoadedKernel> KernelRegistry::load(const KernelSpec& spec,
   kernel->metadata = compiled.metadata;
   kernel->library = std::make_shared<driver::Library>(compiled.image);
   kernel->function = kernel->library->function(compiled.metadata.lowered_name, device,
-                                               compiled.metadata.dynamic_smem_bytes);
+                                               compiled.metadata.geometry.dynamic_smem_bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = loaded_.emplace(slot, std::move(kernel));
   return it->second;

@@ -12,6 +12,7 @@
 #include "driver/cuda_driver.h"
 #include "jit/disk_cache.h"
 #include "jit/isolation_options.h"
+#include "jit/kernel_program.h"
 #include "mlajit/kernel_spec.h"
 
 namespace mlajit::jit {
@@ -20,8 +21,7 @@ namespace mlajit::jit {
 struct KernelMetadata {
   std::string spec_text;
   std::string lowered_name;
-  int threads_per_block = 0;
-  int dynamic_smem_bytes = 0;
+  LaunchGeometry geometry;  // recorded as built; loads take codegen's, which must agree
   double compile_seconds = 0;
 
   std::string serialize() const;
@@ -81,6 +81,7 @@ class KernelRegistry {
 };
 
 // Bumped whenever the cache entry's meaning changes without the kernel source changing.
-constexpr int kLibraryAbiVersion = 1;
+// 2: the metadata records the whole launch geometry (cluster dims, cooperative).
+constexpr int kLibraryAbiVersion = 2;
 
 }  // namespace mlajit::jit

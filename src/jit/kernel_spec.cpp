@@ -18,21 +18,24 @@ const char* dtype_name(DType dtype) noexcept {
   switch (dtype) {
     case DType::kFloat16: return "f16";
     case DType::kBFloat16: return "bf16";
+    case DType::kFloat8E4M3: return "e4m3";
   }
   return "unknown";
 }
 
 DType parse_dtype(const std::string& text) {
-  if (text == "f16") return DType::kFloat16;
-  if (text == "bf16") return DType::kBFloat16;
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat8E4M3}) {
+    if (text == dtype_name(dtype)) return dtype;
+  }
   throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("unknown dtype '{}': expected f16 or bf16", text));
+              fmt::format("unknown dtype '{}': expected f16, bf16 or e4m3", text));
 }
 
 int dtype_size(DType dtype) noexcept {
   switch (dtype) {
     case DType::kFloat16:
     case DType::kBFloat16: return 2;
+    case DType::kFloat8E4M3: return 1;
   }
   return 0;
 }
@@ -93,8 +96,11 @@ bool parse_flag(const std::string& field, const std::string& value, const std::s
 
 DType parse_dtype_field(const std::string& field, const std::string& value,
                         const std::string& text) {
-  if (value != "f16" && value != "bf16") bad_field(field, value, "f16 or bf16", text);
-  return parse_dtype(value);
+  try {
+    return parse_dtype(value);
+  } catch (const Error&) {
+    bad_field(field, value, "f16, bf16 or e4m3", text);
+  }
 }
 
 // sm_XX, sm_XXa, sm_XXf, compute_XX (+a/f): what NVRTC's --gpu-architecture takes.
@@ -158,7 +164,7 @@ std::map<std::string, std::string> collect_fields(const std::vector<std::string>
 KernelSpec KernelSpec::parse(const std::string& text) {
   const std::vector<std::string> parts = split(text, ';');
   if (!is_family_text(parts[0])) {
-    bad_field("family", parts[0], "a kernel family name such as mla_fa2 ([a-z0-9_]+)", text);
+    bad_field("family", parts[0], "a kernel family name such as portable ([a-z0-9_]+)", text);
   }
   std::map<std::string, std::string> fields = collect_fields(parts, text);
   KernelSpec spec;

@@ -7,7 +7,7 @@
 #include <vector>
 
 // mla_params.cuh needs int32_t etc. in the global namespace: <cstdint> above provides them.
-#include "kernels/mla_params.cuh"
+#include "kernels/common/mla_params.cuh"
 
 namespace mlajit::plan {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/mla_check.h"
+#include "check/mla_check.h"
 #include "gpu_test_support.h"
 
 namespace mlajit {

@@ -1,7 +1,7 @@
 // The driver additions a Hopper kernel needs, on a GPU of compute capability 9.0 or newer:
 // a TMA box load through a tensor map from encode_tensor_map, cluster launches, programmatic
 // dependent launch, and cooperative launches through the attribute path. The probe kernels
-// (kernels/tma_probe.cuh, kernels/launch_probe.cuh) are compiled here with NVRTC; each check
+// (kernels/utility/tma_probe.cuh, kernels/utility/launch_probe.cuh) are compiled here with NVRTC; each check
 // has a control run that must come out differently, so a launch attribute that is dropped on
 // the way to the driver fails a test instead of passing unnoticed.
 #include <cstdint>
@@ -14,8 +14,8 @@
 #include "gpu_test_support.h"
 #include "driver/tensor_map.h"
 #include "jit/nvrtc_compiler.h"
-#include "kernels/launch_probe.cuh"
-#include "kernels/tma_probe.cuh"
+#include "kernels/utility/launch_probe.cuh"
+#include "kernels/utility/tma_probe.cuh"
 #include "mlajit/error.h"
 #include "tests/probe_programs.h"
 

@@ -8,7 +8,7 @@
 
 #include "gpu_test_support.h"
 #include "jit/kernel_registry.h"
-#include "kernels/grid_barrier_demo.cuh"
+#include "kernels/utility/grid_barrier_demo.cuh"
 #include "mlajit/error.h"
 
 namespace mlajit {
@@ -34,7 +34,7 @@ DemoRun run_demo(const jit::LoadedKernel& kernel, unsigned grid, const std::vect
   void* args[] = {&params};
   driver::LaunchConfig config;
   config.grid_x = grid;
-  config.block_x = static_cast<unsigned>(kernel.metadata.threads_per_block);
+  config.block_x = static_cast<unsigned>(kernel.metadata.geometry.threads_per_block);
   config.cooperative = true;
   kernel.function.launch(config, args);
   driver::context_synchronize();
@@ -55,7 +55,7 @@ TEST_CASE("the demo kernel runs cooperatively on a full grid and a larger grid i
   spec.family = "grid_barrier_demo";
   spec.arch = driver::device_info(0).arch();
   auto kernel = jit::KernelRegistry::instance().load(spec, 0);
-  const int per_sm = kernel->function.max_active_blocks_per_sm(kernel->metadata.threads_per_block, 0);
+  const int per_sm = kernel->function.max_active_blocks_per_sm(kernel->metadata.geometry.threads_per_block, 0);
   const unsigned grid = static_cast<unsigned>(per_sm * driver::device_info(0).sm_count);
   std::printf("demo kernel: %d blocks/SM, grid %u, %d registers\n", per_sm, grid,
               kernel->function.num_registers());

@@ -2,9 +2,12 @@
 // inputs, poisons the outputs first, and prints its relative errors.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
-#include "attention/mla_check.h"
+#include "check/mla_check.h"
 #include "gpu_test_support.h"
+#include "mlajit/runtime.h"
 
 namespace mlajit {
 namespace {
@@ -24,7 +27,30 @@ MlaShape shape_of(int heads, int page_size, bool causal = false, DType dtype = D
   return shape;
 }
 
-void check_case(const MlaCheckCase& check) {
+// MLAJIT_TEST_KERNEL=<family> runs every case on that family (the suite is run once per
+// family); a case the family cannot run (its head dims, a forced tier) is skipped, saying so.
+const char* family_under_test() {
+  const char* family = std::getenv("MLAJIT_TEST_KERNEL");
+  return family != nullptr && *family != '\0' ? family : nullptr;
+}
+
+bool runs_on_family_under_test(MlaCheckCase& check) {
+  const char* family = family_under_test();
+  if (family == nullptr) return true;
+  check.options.kernel = family;
+  std::string reason;
+  try {
+    tile_for(0, check.shape, check.options);  // refuses head dims and forced tiers it lacks
+  } catch (const Error& error) {
+    reason = error.what();
+  }
+  if (reason.empty()) return true;
+  std::printf("%-58s skipped on %s: %s\n", check.name.c_str(), family, reason.c_str());
+  return false;
+}
+
+void check_case(MlaCheckCase check) {
+  if (!runs_on_family_under_test(check)) return;
   const MlaCheckResult result = run_mla_check(check);
   const double tolerance =
       check.shape.dtype == DType::kBFloat16 ? kBf16Tolerance : kFp16Tolerance;
@@ -159,25 +185,86 @@ namespace mlajit {
 // synccheck): hidden from the default run, selected with the tag.
 TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
   MLAJIT_REQUIRE_GPU();
+  // A family without tiers (hopper) runs two rounds instead: pages of 16 tokens (its gather
+  // path) and of 64 (its TMA path).
+  const char* family = family_under_test();
+  const bool tiered = family == nullptr || std::string(family) == "portable";
   uint64_t seed = 1000;
   for (int tier : {1, 2, 3}) {
+    if (!tiered && tier == 3) continue;
     for (bool two_launch : {false, true}) {
       MlaShape shape;
       shape.num_heads = 16;
-      shape.page_size = 16;
+      shape.page_size = !tiered && tier == 2 ? 64 : 16;
       shape.causal = true;
-      auto check = make_random_case("sanitize tier " + std::to_string(tier) +
+      const std::string round = tiered ? "tier " + std::to_string(tier)
+                                       : "page " + std::to_string(shape.page_size);
+      auto check = make_random_case("sanitize " + round +
                                         (two_launch ? " two-launch" : " cooperative"),
                                     shape, 2, 2, 100, 300, ++seed);
-      check.options.force_tier = tier;
+      check.options.force_tier = tiered ? tier : 0;
       check.options.force_two_launch = two_launch;
       check.options.cluster_size = 1;  // forces the merge path even when nothing splits
+      if (!runs_on_family_under_test(check)) continue;
       const MlaCheckResult result = run_mla_check(check);
       std::printf("%-40s out %.2e lse %.2e\n", check.name.c_str(), result.out_error,
                   result.lse_error);
       CHECK(result.passed(1e-2));
     }
   }
+}
+
+TEST_CASE("a forced kernel family runs and its spec says so; a family's errors come first",
+          "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  auto check = make_random_case("kernel=portable decode H16 page64", shape_of(16, 64), 5, 1, 1,
+                                900, 800);
+  check.options.kernel = "portable";
+  check_case(check);
+  MlaOptions options;
+  options.device = 0;
+  options.kernel = "portable";
+  const BatchMlaAttention attention(shape_of(128, 64), options);
+  CHECK(attention.spec_text().rfind("portable;", 0) == 0);
+  CHECK(attention.spec_text() == tile_for(0, shape_of(128, 64), options).spec_text);
+  options.kernel = "hoppr";
+  CHECK_THROWS_WITH(BatchMlaAttention(shape_of(128, 64), options),
+                    Catch::Contains("auto, hopper, portable"));
+  MlaShape fp8 = shape_of(128, 64);
+  fp8.kv_dtype = DType::kFloat8E4M3;
+  CHECK_THROWS_WITH(BatchMlaAttention(fp8), Catch::Contains("no FP8 KV path yet"));
+}
+
+}  // namespace mlajit
+
+namespace mlajit {
+
+TEST_CASE("the hopper family on compute capability 9.0: TMA pages and gathered pages", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  const DeviceSummary device = device_summary(0);
+  if (device.cc_major != 9 || device.cc_minor != 0) {
+    WARN("skipping: the hopper family needs compute capability 9.0, device 0 is "
+         << device.cc_major << "." << device.cc_minor);
+    return;
+  }
+  uint64_t seed = 1100;
+  for (int page : {1, 16, 64, 128}) {
+    for (int heads : {16, 128}) {
+      auto check = make_random_case("kernel=hopper H" + std::to_string(heads) + " page" +
+                                        std::to_string(page),
+                                    shape_of(heads, page), 6, 1, 1, 3000, ++seed);
+      check.options.kernel = "hopper";
+      check_case(check);
+    }
+  }
+  MlaOptions options;
+  options.device = 0;
+  options.kernel = "hopper";
+  const BatchMlaAttention attention(shape_of(128, 64), options);
+  CHECK(attention.spec_text().rfind("hopper;", 0) == 0);
+  CHECK(attention.spec_text().find("arch=sm_90a") != std::string::npos);
+  CHECK_THROWS_WITH(BatchMlaAttention(shape_of(128, 64, false, DType::kBFloat16, 256, 32), options),
+                    Catch::Contains("ckv=512 kpe=64 only"));
 }
 
 }  // namespace mlajit

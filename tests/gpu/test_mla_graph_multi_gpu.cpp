@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "attention/mla_check.h"
+#include "check/mla_check.h"
 #include "gpu_test_support.h"
 
 namespace mlajit {

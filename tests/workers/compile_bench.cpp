@@ -15,9 +15,10 @@
 
 #include "jit/codegen.h"
 #include "jit/embedded_kernels.h"
+#include "jit/device_profiles.h"
 #include "jit/nvrtc_compiler.h"
-#include "jit/tile_config.h"
 #include "mlajit/error.h"
+#include "mlajit/runtime.h"
 
 using namespace mlajit;
 using namespace mlajit::jit;
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
   std::printf("|%s|%s|%s|%s|%s|\n", std::string(20, '-').c_str(), std::string(9, '-').c_str(),
               std::string(10, '-').c_str(), std::string(11, '-').c_str(),
               std::string(11, '-').c_str());
-  const bool have_mla = embedded_kernel_files().count("mla_fa2.cuh") > 0;
+  const bool have_mla = embedded_kernel_files().count("portable/mla_fa2.cuh") > 0;
   try {
     for (const DeviceProfile& profile : device_profiles()) {
       KernelSpec spec;
@@ -101,15 +102,13 @@ int main(int argc, char** argv) {
     }
     for (const DeviceProfile& profile : device_profiles()) {
       if (!have_mla) break;
-      KernelSpec spec;  // bf16, 512/64, not causal: the DeepSeek decode shape
-      spec.arch = profile.arch;
-      spec.tile = select_tile_config(spec, profile.smem_per_sm, profile.smem_per_block_optin);
-      bench(spec, options);
+      // The default shape (bf16, 512/64, not causal: DeepSeek decode) on the arch's profile.
+      bench(KernelSpec::parse(tile_for_arch(profile.arch, MlaShape{}).spec_text), options);
     }
   } catch (const Error& error) {
     std::fprintf(stderr, "error: %s\n", error.what());
     return 1;
   }
-  if (!have_mla) std::printf("\n(mla_fa2.cuh is not built in: MLA rows skipped)\n");
+  if (!have_mla) std::printf("\n(portable/mla_fa2.cuh is not built in: MLA rows skipped)\n");
   return 0;
 }

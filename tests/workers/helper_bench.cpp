@@ -4,7 +4,12 @@
 //                freshly started helper (a process's first compile), in a reused helper
 //   cache hit    KernelRegistry memory and disk hits in process mode, and that neither starts
 //                a helper
+// Each compile row also gives CPU time (this process, plus the reaped helper for a fresh one):
+// on a machine shared with other builds wall times stretch with the load, CPU times do not,
+// and on an idle machine the two agree (the parent waits while the helper runs).
 //   helper_bench [--repeat N]   (default 15)
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,7 +23,8 @@
 #include "jit/compiler_helper.h"
 #include "jit/helper_locator.h"
 #include "jit/kernel_registry.h"
-#include "jit/tile_config.h"
+#include "family/device_target.h"
+#include "family/portable/portable_tiles.h"
 
 using namespace mlajit;
 using namespace mlajit::jit;
@@ -43,6 +49,15 @@ void row(const char* what, const Stats& s, const char* unit = "ms") {
   std::printf("  %-44s median %8.2f %s   (min %.2f, max %.2f)\n", what, s.median, unit, s.low, s.high);
 }
 
+// User + system CPU seconds of `who` (RUSAGE_SELF, or RUSAGE_CHILDREN: the reaped ones), in ms.
+double cpu_ms(int who) {
+  rusage usage{};
+  ::getrusage(who, &usage);
+  return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e3 +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e3;
+}
+double all_cpu_ms() { return cpu_ms(RUSAGE_SELF) + cpu_ms(RUSAGE_CHILDREN); }
+
 Deadline in_a_minute() { return Clock::now() + std::chrono::minutes(1); }
 
 // "VmRSS 61 MiB (RssAnon 9 MiB, RssFile 52 MiB)" from /proc/<pid>/status.
@@ -62,19 +77,23 @@ void time_program(const char* name, CompileRequest request, const std::string& h
   request.random_seed = 42;
   const int version = NvrtcCompiler::instance().version();
   NvrtcCompiler::instance().compile(request);  // warm: NVRTC's builtins loaded in this process
-  std::vector<double> inline_ms, fresh_ms, reused_ms;
+  std::vector<double> inline_ms, fresh_ms, reused_ms, inline_cpu, fresh_cpu;
   auto reused = CompilerHelper::start(helper, version, in_a_minute());
   reused->compile(request, in_a_minute(), name, "1 min");  // warm, as the in-process one
   for (int i = 0; i < repeat; ++i) {
     auto start = Clock::now();
+    double cpu = all_cpu_ms();
     NvrtcCompiler::instance().compile(request);
     inline_ms.push_back(ms_since(start));
+    inline_cpu.push_back(all_cpu_ms() - cpu);
     start = Clock::now();
+    cpu = all_cpu_ms();
     {
       auto fresh = CompilerHelper::start(helper, version, in_a_minute());
       fresh->compile(request, in_a_minute(), name, "1 min");
-    }
+    }  // retired and reaped here, so its CPU time is in RUSAGE_CHILDREN
     fresh_ms.push_back(ms_since(start));
+    fresh_cpu.push_back(all_cpu_ms() - cpu);
     start = Clock::now();
     reused->compile(request, in_a_minute(), name, "1 min");
     reused_ms.push_back(ms_since(start));
@@ -86,6 +105,10 @@ void time_program(const char* name, CompileRequest request, const std::string& h
   std::printf("  added by a fresh helper: %.1f ms; by a reused one: %.1f ms (medians)\n",
               stats(fresh_ms).median - stats(inline_ms).median,
               stats(reused_ms).median - stats(inline_ms).median);
+  row("CPU: in this process", stats(inline_cpu));
+  row("CPU: fresh helper (it and this process)", stats(fresh_cpu));
+  std::printf("  CPU added by a fresh helper: %.1f ms (medians)\n",
+              stats(fresh_cpu).median - stats(inline_cpu).median);
   std::printf("  the reused helper, idle after %d compiles: %s\n", repeat + 1,
               memory_of(reused->pid()).c_str());
 }
@@ -103,14 +126,17 @@ int main(int argc, char** argv) {
   }
   const int version = NvrtcCompiler::instance().version();
   std::printf("helper %s, NVRTC %d\n", location.path.c_str(), version);
-  std::vector<double> start_ms;
+  std::vector<double> start_ms, start_cpu;
   for (int i = 0; i < repeat; ++i) {
+    const double cpu = all_cpu_ms();
     const auto start = Clock::now();
     auto helper = CompilerHelper::start(location.path, version, in_a_minute());
     start_ms.push_back(ms_since(start));
     helper->retire();
+    start_cpu.push_back(all_cpu_ms() - cpu);
   }
   row("helper start-up (spawn to HELO)", stats(start_ms));
+  row("CPU: helper start-up and retirement", stats(start_cpu));
 
   CompileRequest tiny;
   tiny.program_name = "tiny.cu";
@@ -120,9 +146,8 @@ int main(int argc, char** argv) {
   time_program("tiny kernel, sm_90", tiny, location.path, repeat);
   KernelSpec mla;
   mla.arch = "sm_90";
-  const DeviceProfile& profile = device_profile("sm_90");
-  mla.tile = select_tile_config(mla, profile.smem_per_sm, profile.smem_per_block_optin);
-  time_program("mla_fa2 bf16 512/64, sm_90", generate_program(mla).request, location.path,
+  mla.tile = family::portable::select_tile_config(mla, family::profile_target("sm_90"));
+  time_program("portable mla_fa2 bf16 512/64, sm_90", generate_program(mla).request, location.path,
                std::max(3, repeat / 3));
 
   char pattern[] = "/tmp/mlajit-helper-bench-XXXXXX";

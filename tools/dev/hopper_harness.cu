@@ -326,7 +326,7 @@ static void launch(const MlaParams& params, const HopperTma& tma, const HostPlan
   CHECK_CUDA(cudaFuncSetAttribute(kernel_function<Config>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kernel_smem<Config>()));
   void* args[] = {const_cast<MlaParams*>(&params), const_cast<HopperTma*>(&tma)};
-  const dim3 grid(plan.grid_x, plan.grid_y), block(256);
+  const dim3 grid(plan.grid_x, plan.grid_y), block(Config::kThreads);
   const size_t smem = kernel_smem<Config>();
   if (cooperative) {
     CHECK_CUDA(cudaLaunchCooperativeKernel(kernel_function<Config>(), grid, block, args, smem, stream));
@@ -604,6 +604,11 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng);
   std::vector<int32_t> idx(perm.begin(), perm.begin() + l.total_pages);
+  // HARNESS_HOT_KV=1: every request reads the same 64 pages, which stay in L2 (a bound on what
+  // hiding memory latency could give; the output is not checked).
+  if (const char* hot = std::getenv("HARNESS_HOT_KV"); hot && *hot == '1') {
+    for (auto& id : idx) id = perm[id % 64];
+  }
   HostPlan plan = even ? plan_even(reqs, l, H, Config::kCausal, cluster, grid_y)
                        : plan_round_robin(reqs, l, H, Config::kCausal, cluster, grid_y, 1);
   DevicePlan dplan(plan);
@@ -692,6 +697,35 @@ int main(int argc, char** argv) {
   std::printf("device %s, %d SMs, %zu B smem/SM\n", prop.name, prop.multiProcessorCount, prop.sharedMemPerMultiprocessor);
   const uint32_t seed = 20261201;
   std::printf("seed %u\n", seed);
+  if (argc > 5 && std::strcmp(argv[1], "--one") == 0) {  // --one H B L page: one timed shape (for ncu)
+    const int H = std::atoi(argv[2]), B = std::atoi(argv[3]), L = std::atoi(argv[4]), page = std::atoi(argv[5]);
+    const int sms = prop.multiProcessorCount;
+    time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
+#ifdef HARNESS_TRACE
+    static long long trace[3][512][8];
+    CHECK_CUDA(cudaMemcpyFromSymbol(trace, g_trace, sizeof(trace)));
+    // Per-tile intervals (cycles) of CTA 0's work items, tiles 8..47, averaged.
+    auto report = [&](int role, const char* who, std::vector<const char*> names) {
+      for (size_t k = 0; k < names.size(); ++k) {
+        double a = 0;
+        for (int t = 8; t < 48; ++t) a += trace[role][t][k + 1] - trace[role][t][k];
+        std::printf("%-8s %-34s %7.0f\n", who, names[k], a / 40);
+      }
+      double a = 0;
+      for (int t = 8; t < 48; ++t) a += trace[role][t + 1][0] - trace[role][t][0];
+      std::printf("%-8s %-34s %7.0f\n", who, "per tile", a / 40);
+    };
+    report(1, "softmax", {"wait full", "issue qk", "wait<1> PV_R prev", "wait QK", "softmax", "AlphaTaken+publish", "rescale+PV issue"});
+    report(0, "output", {"wait ScoresReady", "alpha, full, clear", "rescale", "PV_L (waited)", "arrive empty"});
+    report(2, "producer", {"wait empty + load", "fetch next page ids"});
+#endif
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--sanitize") == 0) {  // few small cases, for compute-sanitizer
+    const std::vector<Case> cases = standard_cases(false);
+    for (int i : {0, 1, 3}) run_case<Cfg<bf16_t, true>>(cases[i], seed + i);
+    return g_failures == 0 ? 0 : 1;
+  }
   const int only = argc > 2 ? std::atoi(argv[2]) : -1;  // schedule to run (-1: both)
   for (g_schedule = 0; g_schedule < 1; ++g_schedule) {
     if (only >= 0 && only != g_schedule) continue;

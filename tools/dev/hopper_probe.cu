@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "common/ptx_cp_async.cuh"
-#include "hopper/tma.cuh"
+#include "common/ptx_tma.cuh"
 #include "hopper/wgmma.cuh"
 
 #include <cuda.h>
@@ -195,6 +195,62 @@ __global__ void __launch_bounds__(128, 1)
   }
 }
 
+// Tensor-pipe throughput: each participating warpgroup issues `reps` chains of 36
+// m64n64k16 (Q.K^T of one tile: A and B from shared memory, one accumulator) or 4
+// m64n256k16 (P.V). Cycles per chain from clock64, to compare one warpgroup alone with two.
+template <int N, int STEPS>
+__global__ void __launch_bounds__(256, 1) probe_throughput(int groups, int reps, long long* cycles) {
+  extern __shared__ __align__(1024) uint8_t smem[];
+  const uint32_t base = smem_address(smem);
+  for (int i = threadIdx.x; i < 3 * 73728 / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(smem)[i] = make_uint4(0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u);
+  fence_proxy_async_shared();
+  __syncthreads();
+  const int group = threadIdx.x / 128;
+  if (group >= groups) return;
+  const uint32_t a_base = base, b_base = base + 73728 * (1 + group);
+  float d[N / 2];
+  for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
+  const long long start = clock64();
+  for (int r = 0; r < reps; ++r) {
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {
+      if (N == 64) {
+        wgmma_ss<bf16_t, N, 0>(d, k_major_descriptor<64>(a_base, 0, s), k_major_descriptor<64>(b_base, 0, s), 1);
+      } else {
+        wgmma_ss<bf16_t, N, 1>(d, k_major_descriptor<64>(a_base, 0, s), mn_major_descriptor<64>(b_base, 0, s), 1);
+      }
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(d);
+  }
+  const long long stop = clock64();
+  float sum = 0.f;
+  for (int i = 0; i < N / 2; ++i) sum += d[i];
+  if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + group] = (stop - start) + (sum == 12345.f ? 1 : 0);
+}
+
+template <int N, int STEPS>
+static void run_throughput(const char* what, int groups) {
+  long long* dcycles;
+  CHECK_CUDA(cudaMalloc(&dcycles, 132 * 2 * sizeof(long long)));
+  const int smem = 3 * 73728;
+  CHECK_CUDA(cudaFuncSetAttribute(probe_throughput<N, STEPS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int reps = 200;
+  probe_throughput<N, STEPS><<<132, 256, smem>>>(groups, reps, dcycles);
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaDeviceSynchronize());
+  long long c[2];
+  CHECK_CUDA(cudaMemcpy(c, dcycles, sizeof(c), cudaMemcpyDeviceToHost));
+  const double flop = 2.0 * 64 * N * 16 * STEPS;  // per chain per warpgroup
+  const double per_chain = double(c[0]) / reps;
+  std::printf("throughput %-28s %d warpgroup(s): %.0f cycles per chain per warpgroup, %.0f FLOP/cycle/SM\n",
+              what, groups, per_chain, flop * groups / per_chain);
+  cudaFree(dcycles);
+}
+
 static double rel_l2(const std::vector<float>& got, const std::vector<double>& want) {
   double num = 0, den = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -294,5 +350,9 @@ int main() {
   CHECK_CUDA(cudaMemcpy(&oob, doob, 4, cudaMemcpyDeviceToHost));
   std::printf("tma 9 boxes 64x64 sw128: %d mismatched chunks %s; out-of-range box: %d non-zero chunks %s\n",
               mis, mis == 0 ? "PASS" : "FAIL", oob, oob == 0 ? "PASS" : "FAIL");
+  run_throughput<64, 36>("QK m64n64k16 x36 (SS)", 1);
+  run_throughput<64, 36>("QK m64n64k16 x36 (SS)", 2);
+  run_throughput<256, 4>("PV m64n256k16 x4 (SS)", 1);
+  run_throughput<256, 4>("PV m64n256k16 x4 (SS)", 2);
   return 0;
 }

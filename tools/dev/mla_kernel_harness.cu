@@ -1,14 +1,22 @@
-// Standalone correctness and timing harness for kernels/mla_fa2.cuh (development tool, not part
-// of the library build). Builds small plans by hand, runs the kernel cooperatively (and the
+// Standalone correctness and timing harness for kernels/portable/mla_fa2.cuh (development tool,
+// not part of the library build). Builds small plans by hand, runs the kernel cooperatively (and the
 // phase 1 + phase 2 two-launch path), compares out and lse against a float64 CPU reference and
 // times two decode shapes. Build and run: tools/dev/run_harness.sh.
 //
 // The prelude below mirrors what src/jit/codegen.cpp generates before the kernel sources:
 // fixed-width integer types. MLAJIT_EXPECTED_SMEM_BYTES is left undefined because this file
 // instantiates many configurations; each is checked against the host formula instead.
+//
+// Development switches (not in the library's kernel: there the config's template parameters
+// decide). Set them at build time, e.g.
+//   HARNESS_FLAGS=-DMLAJIT_DEV_NO_PAGE_PREFETCH tools/dev/run_harness.sh --build
+//  - MLAJIT_DEV_NARROW_ALL_TIERS: every tier has the narrow row layout (production: the
+//    config's default, the large tier only).
+//  - MLAJIT_DEV_NO_PAGE_PREFETCH: page ids are never fetched a tile ahead (production: they are
+//    when pages are shorter than the KV tile, the choice the host makes per spec).
 #include <cstdint>
 
-#include "mla_fa2.cuh"
+#include "portable/mla_fa2.cuh"  // by its path below kernels/, as NVRTC names it
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -26,6 +34,31 @@
 #include <vector>
 
 using namespace mlajit_kernel;
+
+#ifdef MLAJIT_DEV_NARROW_ALL_TIERS
+constexpr bool kNarrowAllTiers = true;
+#else
+constexpr bool kNarrowAllTiers = false;
+#endif
+#ifdef MLAJIT_DEV_NO_PAGE_PREFETCH
+constexpr bool kPageIdsAheadAllowed = false;
+#else
+constexpr bool kPageIdsAheadAllowed = true;
+#endif
+
+// One dtype for Q, KV and O.
+template <typename D, int CKV, int KPE, bool CAUSAL, int STAGES, int KV, bool SHARD, bool AHEAD>
+using Cfg = MlaConfig<D, D, D, CKV, KPE, CAUSAL, STAGES, KV, SHARD, 64, AHEAD,
+                      kNarrowAllTiers ? NarrowTiles::kEveryTier : NarrowTiles::kLargeTier>;
+
+// Both page-id variants of one configuration. A case runs the one the host picks for its page
+// size: ids fetched ahead when pages are shorter than the KV tile.
+template <typename D, int CKV, int KPE, bool CAUSAL, int STAGES, int KV, bool SHARD>
+struct Spec {
+  using Inline = Cfg<D, CKV, KPE, CAUSAL, STAGES, KV, SHARD, false>;
+  using Ahead = Cfg<D, CKV, KPE, CAUSAL, STAGES, KV, SHARD, true>;
+  static bool ahead(int page_size) { return kPageIdsAheadAllowed && page_size < KV; }
+};
 
 #define CHECK_CUDA(call)                                                                     \
   do {                                                                                       \
@@ -282,7 +315,7 @@ template <typename Config>
 static void launch(const MlaParams& params, const HostPlan& plan, bool cooperative, cudaStream_t stream = 0) {
   prepare_kernel<Config>();
   void* args[] = {const_cast<MlaParams*>(&params)};
-  const dim3 grid(plan.grid_x, plan.grid_y), block(256);
+  const dim3 grid(plan.grid_x, plan.grid_y), block(Config::kThreads);
   const size_t smem = sizeof(typename Config::SharedStorage);
   if (cooperative) {
     CHECK_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(mla_fa2_kernel<Config>), grid, block, args, smem, stream));
@@ -308,8 +341,7 @@ static int g_failures = 0;
 
 template <typename Config>
 static void run_case(const Case& cs, uint32_t seed) {
-  using T = typename Config::DType;
-  using HD = HostDtype<T>;
+  using HD = HostDtype<typename Config::QType>;
   constexpr int CKV = Config::kHeadDimCkv, KPE = Config::kHeadDimKpe;
   const int H = cs.H, P = cs.page_size;
   const Layout l = make_layout(cs.reqs, P);
@@ -488,9 +520,10 @@ static void run_case(const Case& cs, uint32_t seed) {
   const double lse_rel = lr > 0 ? std::sqrt(le / lr) : std::sqrt(le);
   const bool ok = nbad == 0 && out_rel < HD::tolerance && lse_rel < HD::tolerance && std::isfinite(out_rel);
   if (!ok) ++g_failures;
-  std::printf("%-4s %s ckv%d kpe%d %s st%d kv%d %s | %-34s | out_rel %.3e lse_rel %.3e bad %ld items %zu merges %zu\n",
+  std::printf("%-4s %s ckv%d kpe%d %s st%d kv%d %s%s%s | %-34s | out_rel %.3e lse_rel %.3e bad %ld items %zu merges %zu\n",
               ok ? "PASS" : "FAIL", HD::name, CKV, KPE, Config::kCausal ? "causal" : "full  ", Config::kStages,
-              Config::kKvTile, Config::kQkShard ? "shard" : "dup  ", cs.name.c_str(), out_rel, lse_rel, nbad,
+              Config::kKvTile, Config::kQkShard ? "shard" : "dup  ", Config::kPageIdsAhead ? " ahead" : "",
+              Config::kNarrowTiles ? " narrow" : "", cs.name.c_str(), out_rel, lse_rel, nbad,
               plan.items.size(), plan.records.size());
   std::fflush(stdout);
 }
@@ -503,6 +536,9 @@ static std::vector<Case> standard_cases(bool with_prefill) {
   c.push_back({"H16 p64 two-launch split3 lse_e", 16, 64, {{4, 1000}, {1, 4097}, {1, 0}, {4, 63}}, 3, 1, true, true, 8});
   c.push_back({"H128 p16 two-launch cluster2", 128, 16, {{4, 4097}, {1, 1}}, 2, 2, true, false, 8});
   c.push_back({"H7 p5 even plan", 7, 5, {{3, 333}, {9, 77}, {1, 2000}}, 0, 1, false, false, 8});
+  c.push_back({"H16 p1 decode split2", 16, 1, {{1, 700}, {1, 64}, {1, 1}, {1, 0}}, 2, 1, false, false, 8});
+  c.push_back({"H128 p64 q2-3 cluster2 split2", 128, 64, {{2, 700}, {3, 130}, {2, 1}}, 2, 2, false, false, 8});
+  c.push_back({"H16 p1 q2-3 two-launch split2", 16, 1, {{2, 300}, {3, 77}}, 2, 1, true, false, 8});
   if (with_prefill) c.push_back({"H8 p64 prefill q1000 kv1500", 8, 64, {{1000, 1500}, {2, 70}}, 2, 1, false, false, 16});
   return c;
 }
@@ -511,16 +547,24 @@ template <typename Config>
 static void report_registers() {
   cudaFuncAttributes a{};
   CHECK_CUDA(cudaFuncGetAttributes(&a, mla_fa2_kernel<Config>));
-  std::printf("regs %s ckv%d st%d kv%d %s %s: %d registers, %zu bytes local, smem %zu\n",
-              HostDtype<typename Config::DType>::name, Config::kHeadDimCkv, Config::kStages, Config::kKvTile,
-              Config::kQkShard ? "shard" : "dup", Config::kCausal ? "causal" : "full", a.numRegs,
+  std::printf("regs %s ckv%d st%d kv%d %s %s%s%s: %d registers, %zu bytes local, smem %zu\n",
+              HostDtype<typename Config::QType>::name, Config::kHeadDimCkv, Config::kStages, Config::kKvTile,
+              Config::kQkShard ? "shard" : "dup", Config::kCausal ? "causal" : "full",
+              Config::kPageIdsAhead ? " ahead" : "", Config::kNarrowTiles ? " narrow" : "", a.numRegs,
               a.localSizeBytes, sizeof(typename Config::SharedStorage));
 }
 
-template <typename Config>
+template <typename S>
 static void run_config(bool with_prefill, uint32_t seed) {
-  report_registers<Config>();
-  for (const Case& c : standard_cases(with_prefill)) run_case<Config>(c, seed++);
+  report_registers<typename S::Inline>();
+  if (kPageIdsAheadAllowed) report_registers<typename S::Ahead>();
+  for (const Case& c : standard_cases(with_prefill)) {
+    if (S::ahead(c.page_size)) {
+      run_case<typename S::Ahead>(c, seed++);
+    } else {
+      run_case<typename S::Inline>(c, seed++);
+    }
+  }
 }
 
 // ----------------------------------------------------------------------------- timing
@@ -552,7 +596,7 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   DevicePlan dplan(plan);
   DeviceBuffer<uint16_t> qn(static_cast<size_t>(B) * H * CKV), qp(static_cast<size_t>(B) * H * KPE);
   DeviceBuffer<uint16_t> ckv(static_cast<size_t>(pool_pages) * page_size * CKV), kpe(static_cast<size_t>(pool_pages) * page_size * KPE);
-  const bool bf16 = Dtype16<typename Config::DType>::kIsBf16;
+  const bool bf16 = Dtype16<typename Config::QType>::kIsBf16;
   fill_random<<<1024, 256>>>(qn.ptr, qn.count, 1, bf16);
   fill_random<<<1024, 256>>>(qp.ptr, qp.count, 2, bf16);
   fill_random<<<4096, 256>>>(ckv.ptr, ckv.count, 3, bf16);
@@ -614,25 +658,32 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   const double bytes = double(B) * L * (CKV + KPE) * 2;
   const double flops = 2.0 * B * H * double(L) * (CKV + KPE + CKV);
   std::printf("TIME %-40s %s plan=%s items %zu merges %zu: median %.1f us (min %.1f), %.2f TB/s, %.1f TFLOP/s\n", name,
-              HostDtype<typename Config::DType>::name, even ? "even" : "1-chunk", plan.items.size(), plan.records.size(),
+              HostDtype<typename Config::QType>::name, even ? "even" : "1-chunk", plan.items.size(), plan.records.size(),
               us, ms.front() * 1000.0, bytes / us / 1e6, flops / us / 1e6);
   std::fflush(stdout);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
 }
 
-// ----------------------------------------------------------------------------- main
-template <typename D, int CKV, int KPE, bool CAUSAL, int STAGES, int KV, bool SHARD>
-using Cfg = MlaConfig<D, CKV, KPE, CAUSAL, STAGES, KV, SHARD, 64>;
+// The page-id variant the host picks for this page size.
+template <typename S>
+static void time_shape(const char* name, int H, int B, int L, int page_size, int cluster, int grid_y, bool even) {
+  if (S::ahead(page_size)) {
+    time_decode<typename S::Ahead>(name, H, B, L, page_size, cluster, grid_y, even);
+  } else {
+    time_decode<typename S::Inline>(name, H, B, L, page_size, cluster, grid_y, even);
+  }
+}
 
+// ----------------------------------------------------------------------------- main
 constexpr int host_smem_formula(int ckv, int kpe, int stages, int kv) {
   return 64 * (ckv + kpe) * 2 + stages * kv * ckv * 2 + stages * kv * (kpe > 64 ? kpe : 64) * 2 + 2 * 64 * 4;
 }
-static_assert(sizeof(Cfg<bf16_t, 512, 64, false, 2, 64, true>::SharedStorage) == 221696, "tier 1 size");
-static_assert(sizeof(Cfg<bf16_t, 512, 64, false, 2, 32, true>::SharedStorage) == 147968, "tier 2 size");
-static_assert(sizeof(Cfg<bf16_t, 512, 64, false, 1, 16, false>::SharedStorage) == 92672, "tier 3 size");
-static_assert(sizeof(Cfg<f16_t, 256, 32, true, 2, 64, true>::SharedStorage) == host_smem_formula(256, 32, 2, 64), "");
-static_assert(sizeof(Cfg<f16_t, 256, 32, true, 1, 16, false>::SharedStorage) == host_smem_formula(256, 32, 1, 16), "");
+static_assert(sizeof(Cfg<bf16_t, 512, 64, false, 2, 64, true, false>::SharedStorage) == 221696, "tier 1 size");
+static_assert(sizeof(Cfg<bf16_t, 512, 64, false, 2, 32, true, false>::SharedStorage) == 147968, "tier 2 size");
+static_assert(sizeof(Cfg<bf16_t, 512, 64, false, 1, 16, false, false>::SharedStorage) == 92672, "tier 3 size");
+static_assert(sizeof(Cfg<f16_t, 256, 32, true, 2, 64, true, false>::SharedStorage) == host_smem_formula(256, 32, 2, 64), "");
+static_assert(sizeof(Cfg<f16_t, 256, 32, true, 1, 16, false, false>::SharedStorage) == host_smem_formula(256, 32, 1, 16), "");
 
 int main(int argc, char** argv) {
   const bool timing_only = argc > 1 && std::strcmp(argv[1], "--timing") == 0;
@@ -644,42 +695,43 @@ int main(int argc, char** argv) {
   const uint32_t seed = 20261129;
   std::printf("seed %u\n", seed);
   if (!timing_only) {
-    run_config<Cfg<bf16_t, 512, 64, true, 2, 64, true>>(true, seed);
-    run_config<Cfg<bf16_t, 512, 64, false, 2, 64, true>>(true, seed + 100);
-    run_config<Cfg<bf16_t, 512, 64, true, 2, 32, true>>(false, seed + 200);
-    run_config<Cfg<bf16_t, 512, 64, false, 2, 32, true>>(false, seed + 300);
-    run_config<Cfg<bf16_t, 512, 64, true, 1, 16, false>>(true, seed + 400);
-    run_config<Cfg<bf16_t, 512, 64, false, 1, 16, false>>(false, seed + 500);
-    run_config<Cfg<f16_t, 512, 64, true, 2, 64, true>>(false, seed + 600);
-    run_config<Cfg<f16_t, 512, 64, true, 2, 32, true>>(false, seed + 700);
-    run_config<Cfg<f16_t, 512, 64, false, 1, 16, false>>(false, seed + 800);
-    run_config<Cfg<bf16_t, 256, 32, true, 2, 64, true>>(true, seed + 900);
-    run_config<Cfg<bf16_t, 256, 32, false, 2, 32, true>>(false, seed + 1000);
-    run_config<Cfg<bf16_t, 256, 32, true, 1, 16, false>>(false, seed + 1100);
-    run_config<Cfg<f16_t, 256, 32, false, 2, 64, true>>(false, seed + 1200);
-    run_config<Cfg<f16_t, 256, 32, true, 2, 32, true>>(false, seed + 1300);
-    run_config<Cfg<f16_t, 256, 32, false, 1, 16, false>>(false, seed + 1400);
+    run_config<Spec<bf16_t, 512, 64, true, 2, 64, true>>(true, seed);
+    run_config<Spec<bf16_t, 512, 64, false, 2, 64, true>>(true, seed + 100);
+    run_config<Spec<bf16_t, 512, 64, true, 2, 32, true>>(false, seed + 200);
+    run_config<Spec<bf16_t, 512, 64, false, 2, 32, true>>(false, seed + 300);
+    run_config<Spec<bf16_t, 512, 64, true, 1, 16, false>>(true, seed + 400);
+    run_config<Spec<bf16_t, 512, 64, false, 1, 16, false>>(false, seed + 500);
+    run_config<Spec<f16_t, 512, 64, true, 2, 64, true>>(false, seed + 600);
+    run_config<Spec<f16_t, 512, 64, true, 2, 32, true>>(false, seed + 700);
+    run_config<Spec<f16_t, 512, 64, false, 1, 16, false>>(false, seed + 800);
+    run_config<Spec<bf16_t, 256, 32, true, 2, 64, true>>(true, seed + 900);
+    run_config<Spec<bf16_t, 256, 32, false, 2, 32, true>>(false, seed + 1000);
+    run_config<Spec<bf16_t, 256, 32, true, 1, 16, false>>(false, seed + 1100);
+    run_config<Spec<f16_t, 256, 32, false, 2, 64, true>>(false, seed + 1200);
+    run_config<Spec<f16_t, 256, 32, true, 2, 32, true>>(false, seed + 1300);
+    run_config<Spec<f16_t, 256, 32, false, 1, 16, false>>(false, seed + 1400);
     std::printf("correctness: %d failing case(s)\n", g_failures);
   }
   if (!correctness_only) {
     // The shapes of /work/shared/perf/baseline.md, with a plan like the library's: KV cut
     // into chunks so that every CTA pair (128 heads: 2 CTAs per 128-row tile) is busy.
-    using T1 = Cfg<bf16_t, 512, 64, false, 2, 64, true>;
-    using T2 = Cfg<bf16_t, 512, 64, false, 2, 32, true>;
-    using T3 = Cfg<bf16_t, 512, 64, false, 1, 16, false>;
+    using T1 = Spec<bf16_t, 512, 64, false, 2, 64, true>;
+    using T2 = Spec<bf16_t, 512, 64, false, 2, 32, true>;
+    using T3 = Spec<bf16_t, 512, 64, false, 1, 16, false>;
     const int sms = prop.multiProcessorCount;
-    time_decode<T1>("H128 B64 L4096 page64", 128, 64, 4096, 64, 2, sms / 2, true);
-    time_decode<T1>("H128 B64 L16384 page64", 128, 64, 16384, 64, 2, sms / 2, true);
-    time_decode<T1>("H128 B64 L4096 page1", 128, 64, 4096, 1, 2, sms / 2, true);
-    time_decode<T1>("H16 B128 L16384 page64", 16, 128, 16384, 64, 1, sms, true);
-    time_decode<T1>("H16 B64 L4096 page64", 16, 64, 4096, 64, 1, sms, true);
-    time_decode<T1>("H16 B128 L4096 page64", 16, 128, 4096, 64, 1, sms, true);
-    time_decode<T1>("H16 B16 L16384 page64", 16, 16, 16384, 64, 1, sms, true);
-    time_decode<T1>("H16 B128 L4096 page1", 16, 128, 4096, 1, 1, sms, true);
-    time_decode<T2>("tier2 H128 B64 L4096 page64", 128, 64, 4096, 64, 2, sms / 2, true);
-    time_decode<T2>("tier2 H16 B128 L16384 page64", 16, 128, 16384, 64, 1, sms, true);
-    time_decode<T3>("tier3 H128 B64 L4096 page64", 128, 64, 4096, 64, 2, sms / 2, true);
-    time_decode<T3>("tier3 H16 B128 L16384 page64", 16, 128, 16384, 64, 1, sms, true);
+    time_shape<T1>("H128 B64 L4096 page64", 128, 64, 4096, 64, 2, sms / 2, true);
+    time_shape<T1>("H128 B1 L1024 page64", 128, 1, 1024, 64, 2, sms / 2, true);
+    time_shape<T1>("H128 B64 L16384 page64", 128, 64, 16384, 64, 2, sms / 2, true);
+    time_shape<T1>("H128 B64 L4096 page1", 128, 64, 4096, 1, 2, sms / 2, true);
+    time_shape<T1>("H16 B128 L16384 page64", 16, 128, 16384, 64, 1, sms, true);
+    time_shape<T1>("H16 B64 L4096 page64", 16, 64, 4096, 64, 1, sms, true);
+    time_shape<T1>("H16 B128 L4096 page64", 16, 128, 4096, 64, 1, sms, true);
+    time_shape<T1>("H16 B16 L16384 page64", 16, 16, 16384, 64, 1, sms, true);
+    time_shape<T1>("H16 B128 L4096 page1", 16, 128, 4096, 1, 1, sms, true);
+    time_shape<T2>("tier2 H128 B64 L4096 page64", 128, 64, 4096, 64, 2, sms / 2, true);
+    time_shape<T2>("tier2 H16 B128 L16384 page64", 16, 128, 16384, 64, 1, sms, true);
+    time_shape<T3>("tier3 H128 B64 L4096 page64", 128, 64, 4096, 64, 2, sms / 2, true);
+    time_shape<T3>("tier3 H16 B128 L16384 page64", 16, 128, 16384, 64, 1, sms, true);
   }
   return g_failures == 0 ? 0 : 1;
 }

@@ -1,0 +1,49 @@
+// The share of a work item that one CTA computes, the same for every family: its packed query
+// rows (ROWS of them from item.packed_q_start + blockIdx.x * ROWS) and the KV tiles they see.
+// Causal masks are bottom-right aligned: query token i of a request sees tokens
+// t <= kv_len - q_len + i.
+#pragma once
+
+#include "common/mla_params.cuh"
+
+namespace mlajit_kernel {
+
+struct WorkTile {
+  int32_t q_token_base, q_len, kv_page_base, kv_len;
+  int32_t row0;          // packed row of local row 0
+  int32_t rows;          // valid local rows
+  int32_t kv_start;      // first token of the chunk
+  int32_t kv_stop;       // one past the last token any row of the tile sees
+  int32_t num_tiles;     // KV tiles in [kv_start, kv_stop)
+  int32_t unmasked_end;  // tokens below this are visible to every row: no mask needed
+  int32_t partial_row;
+};
+
+template <bool CAUSAL, int ROWS, int KV_TILE>
+__device__ __forceinline__ WorkTile make_work_tile(const MlaWorkItem& item, int32_t heads) {
+  WorkTile t;
+  t.q_token_base = item.q_token_base;
+  t.q_len = item.q_len;
+  t.kv_page_base = item.kv_page_base;
+  t.kv_len = item.kv_len;
+  t.row0 = item.packed_q_start + blockIdx.x * ROWS;
+  t.rows = min(ROWS, item.q_len * heads - t.row0);
+  t.kv_start = item.kv_start;
+  t.partial_row = item.partial_row;
+  const int32_t shift = item.kv_len - item.q_len + 1;
+  const int32_t last_token = (t.row0 + max(t.rows, 1) - 1) / heads;
+  t.kv_stop = CAUSAL ? min(item.kv_end, shift + last_token) : item.kv_end;
+  t.unmasked_end = CAUSAL ? min(item.kv_end, shift + t.row0 / heads) : item.kv_end;
+  t.num_tiles = t.kv_stop > t.kv_start ? (t.kv_stop - t.kv_start + KV_TILE - 1) / KV_TILE : 0;
+  return t;
+}
+
+// One past the last token that local row `local_row` of the tile sees.
+template <bool CAUSAL>
+__device__ __forceinline__ int32_t work_row_limit(const MlaWorkItem& item, const WorkTile& t,
+                                                  int32_t heads, int local_row) {
+  const int32_t token = (t.row0 + local_row) / heads;
+  return CAUSAL ? min(item.kv_end, item.kv_len - item.q_len + 1 + token) : item.kv_end;
+}
+
+}  // namespace mlajit_kernel

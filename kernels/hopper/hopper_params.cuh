@@ -1,0 +1,18 @@
+// The hopper kernel's second parameter, after MlaParams (common/mla_params.cuh): compiled by
+// the host C++ compiler (the hopper family encodes it for every run) and by NVRTC, so it uses
+// only fixed-width integer types. Its layout is part of the cache key, like MlaParams'.
+#pragma once
+#include "common/tensor_map.cuh"
+
+namespace mlajit_kernel {
+
+// Tensor maps of the paged cache as [page][token][column], used when every KV tile lies
+// inside one page (page_size a multiple of 64, and tiles starting on multiples of 64, which
+// the planner guarantees); otherwise `enabled` is 0 and the kernel gathers the tiles.
+struct HopperTma {
+  TensorMapBytes ckv;  // box 64 columns x 64 tokens x 1 page, 128-byte swizzle
+  TensorMapBytes kpe;
+  int32_t enabled;
+};
+
+}  // namespace mlajit_kernel

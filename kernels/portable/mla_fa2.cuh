@@ -1,0 +1,1081 @@
+// The MLA paged-attention kernel, FA2 style (after FlashInfer's BatchMLAPagedAttentionKernel).
+//
+// One CTA of 256 threads = 2 warpgroups x 4 warps. A CTA owns Q_TILE = 64 packed query rows
+// (row r = token * num_heads + head). How the 8 warps share those rows is the tile's row
+// layout (one KV loop, `attend`, runs either):
+//  - WideRows (any tile): warp w of either warpgroup owns rows 16w..16w+15 in QK. With
+//    QK_SHARD the two warpgroups take one half of the KV tile's columns each and exchange row
+//    maxima and P through shared memory; without it both compute the whole (small) tile. PV:
+//    with QK_SHARD all of P goes through shared memory and warp w of warpgroup g produces rows
+//    16w.. and 16(w ^ 1).. x dim quarter 2g + w % 2 (each V fragment serves two m16 row
+//    tiles); without it warpgroup g produces output dims [g * CKV / 2, (g + 1) * CKV / 2) of
+//    its warp's 16 rows. Either way a thread holds 128 fp32 accumulators of O at CKV = 512.
+//  - NarrowRows (tiles of at most 16 valid rows: decode with <= 16 heads): all 8 warps share
+//    rows 0-15, splitting the KV tile's columns in QK and the output dims in PV.
+//  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache.
+// The host contract (work items, merge records, phases) is in mla_params.cuh.
+#pragma once
+#include "common/grid_barrier.cuh"
+#include "common/mla_merge.cuh"
+#include "common/mla_params.cuh"
+#include "common/ptx_cp_async.cuh"
+#include "common/ptx_dtype.cuh"
+#include "common/ptx_math.cuh"
+#include "common/ptx_mma.cuh"
+#include "common/smem_swizzle.cuh"
+#include "common/work_tile.cuh"
+
+namespace mlajit_kernel {
+
+template <typename A, typename B>
+struct SameType {
+  static constexpr bool value = false;
+};
+template <typename A>
+struct SameType<A, A> {
+  static constexpr bool value = true;
+};
+
+// Which tiles take the NarrowRows layout (tiles of at most 16 valid rows).
+//  - kNever: none. The host's choice when no tile can have that few rows: tiles start at
+//    multiples of Q_TILE = 64 packed rows, so a tile's row count is (q_len * num_heads) mod 64
+//    or 64, never 1..16 when num_heads is a multiple of 32.
+//  - kLargeTier (production): those of the large tier only (64-token tiles, 2 stages). On the
+//    H200 the smaller tiers ran their 64-row tiles (128 heads) 7-8% slower once the narrow code
+//    was in the kernel (register allocation), while their narrow tiles gained 1.6-1.8x.
+//  - kEveryTier: every tier (a development setting: MLAJIT_DEV_NARROW_ALL_TIERS in the harness).
+enum class NarrowTiles { kNever, kLargeTier, kEveryTier };
+
+// The last two parameters are code paths a spec can leave out (each costs a copy of the KV
+// loop in the program). Their defaults are right for every shape: page ids the usual way (as
+// pages of at least a KV tile take them) and the production narrow rule.
+//  - PAGE_IDS_AHEAD: each KV tile's page ids are fetched a tile ahead of its copies, into
+//    registers. Worth it when pages are shorter than the KV tile (every row of a tile may lie
+//    on its own page, and the id load would otherwise stall the copies): on the H200 page 1
+//    ran 19-25% faster with it; page sizes >= KV tile gain nothing. Either way is correct for
+//    every page size; the host chooses by the page size it plans for.
+//  - NARROW_TILES: see NarrowTiles.
+template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
+          bool CAUSAL, int NUM_STAGES, int KV_TILE, bool QK_SHARD, int Q_TILE,
+          bool PAGE_IDS_AHEAD = false, NarrowTiles NARROW_TILES = NarrowTiles::kLargeTier>
+struct MlaConfig {
+  using QType = QType_;
+  using KVType = KVType_;
+  using OType = OType_;
+  // mma.sync multiplies Q by K and P by V in one 16-bit type: KV's (P is rounded to it).
+  using MmaType = KVType_;
+  static_assert(SameType<QType_, KVType_>::value,
+                "mma.sync takes both operands in one 16-bit type: QType and KVType must be the "
+                "same (bf16_t or f16_t); a KV cache in another type needs a kernel that converts");
+  static_assert(sizeof(QType_) == 2 && sizeof(OType_) == 2,
+                "ldmatrix/stmatrix move 16-bit elements: QType, KVType and OType are bf16_t or f16_t");
+
+  static constexpr int kHeadDimCkv = HEAD_DIM_CKV;
+  static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
+  static constexpr bool kCausal = CAUSAL;
+  static constexpr int kStages = NUM_STAGES;
+  static constexpr int kKvTile = KV_TILE;
+  static constexpr bool kQkShard = QK_SHARD;
+  static constexpr int kQTile = Q_TILE;
+  static constexpr bool kPageIdsAhead = PAGE_IDS_AHEAD;
+  static constexpr bool kNarrowTiles =
+      NARROW_TILES == NarrowTiles::kEveryTier ||
+      (NARROW_TILES == NarrowTiles::kLargeTier && KV_TILE >= 64 && NUM_STAGES >= 2);
+
+  static constexpr int kThreads = 256;
+  static constexpr int kWarpsPerGroup = 4;
+  static constexpr int kGroups = 2;
+  static constexpr int kWarps = kThreads / 32;
+
+  // Rows of 16-byte chunks. Q, KV and P share one element size (the asserts above), O may not.
+  static constexpr int kChunkElems = 16 / static_cast<int>(sizeof(KVType_));
+  static constexpr int kOChunkElems = 16 / static_cast<int>(sizeof(OType_));
+  static constexpr int kCkvChunks = HEAD_DIM_CKV / kChunkElems;
+  static constexpr int kKpeChunks = HEAD_DIM_KPE / kChunkElems;
+  static constexpr int kPChunks = KV_TILE / kChunkElems;
+  static constexpr int kOChunks = HEAD_DIM_CKV / kOChunkElems;
+
+  // QK: a warp computes 16 rows x kQkCols columns, as kQkBlocks 16x16 blocks.
+  static constexpr int kQkCols = QK_SHARD ? KV_TILE / kGroups : KV_TILE;
+  static constexpr int kQkBlocks = kQkCols / 16;
+  // PV: a warp accumulates kPvMTiles * 16 rows x kOutDims dims, as kPvMTiles x kPvDimBlocks
+  // 16x16 blocks (kPvBlocks in all). With QK_SHARD (P goes through shared memory anyway) the
+  // 8 warps split PV as 2 row halves x 4 dim quarters, so each V fragment read from shared
+  // memory serves two m16 row tiles: warp w of warpgroup g takes its own QK rows 16w.. and
+  // those of warp w ^ 1 (row half w / 2), dim quarter 2g + w % 2. Without QK_SHARD, as 4 row
+  // groups (the warps) x 2 dim halves (the warpgroups), P staying in registers.
+  static constexpr bool kPvRowHalves = QK_SHARD;
+  static constexpr int kPvMTiles = kPvRowHalves ? 2 : 1;
+  static constexpr int kPvDimSplit = kPvRowHalves ? kWarpsPerGroup : kGroups;
+  static constexpr int kOutDims = HEAD_DIM_CKV / kPvDimSplit;
+  static constexpr int kPvDimBlocks = kOutDims / 16;
+  static constexpr int kPvBlocks = kPvMTiles * kPvDimBlocks;
+  static constexpr int kPvRows = 2 * kPvMTiles;  // accumulator rows of a thread in PV
+  static constexpr int kPartnerRows = kPvRows - 2;  // of those, rows of another QK warp
+
+  // Narrow tiles: QK splits the KV tile's columns over kNarrowQkWarps warps (8 columns, one
+  // n8 mma block, each), PV splits the output dims over all 8 warps (kNarrowPvBlocks 16-dim
+  // blocks each).
+  static constexpr int kNarrowRows = 16;
+  static constexpr int kNarrowQkWarps = KV_TILE / 8 < kWarps ? KV_TILE / 8 : kWarps;
+  static constexpr int kNarrowQkN8 = KV_TILE / 8 / kNarrowQkWarps;  // n8 blocks per QK warp
+  static constexpr int kNarrowPvBlocks = HEAD_DIM_CKV / kWarps / 16;
+
+  // Loaders: 8 lanes cover 128 contiguous bytes of one row; 32 rows per pass of the block.
+  static constexpr int kLanesPerRow = 8;
+  static constexpr int kRowsPerPass = kThreads / kLanesPerRow;
+  static constexpr int kQPasses = Q_TILE / kRowsPerPass;
+  static constexpr int kKvPasses = (KV_TILE + kRowsPerPass - 1) / kRowsPerPass;
+  static constexpr int kCkvChunksPerLane = kCkvChunks / kLanesPerRow;
+  static constexpr int kKpeChunksPerLane = (kKpeChunks + kLanesPerRow - 1) / kLanesPerRow;
+  static constexpr int kOChunksPerLane = kOChunks / kLanesPerRow;
+
+  // The kpe tile of a stage is reused for the P tile (Q_TILE x KV_TILE) once QK is done.
+  static constexpr int kKpePElems = KV_TILE * (HEAD_DIM_KPE > Q_TILE ? HEAD_DIM_KPE : Q_TILE);
+  static constexpr int kCkvStageBytes = KV_TILE * HEAD_DIM_CKV * static_cast<int>(sizeof(KVType_));
+  static constexpr int kKpePStageBytes = kKpePElems * static_cast<int>(sizeof(KVType_));
+
+  static_assert(Q_TILE == 16 * kWarpsPerGroup, "each warp of a warpgroup owns 16 query rows");
+  static_assert(KV_TILE % (QK_SHARD ? 32 : 16) == 0, "KV tile must split into 16-token blocks");
+  static_assert(!kPvRowHalves || kGroups * kPvMTiles * 16 == Q_TILE, "PV row halves cover the tile");
+  static_assert(kCkvChunks % kLanesPerRow == 0 && kOChunks % kLanesPerRow == 0 && HEAD_DIM_KPE % 16 == 0,
+                "head dims must be multiples of 128 (ckv) and 16 (kpe)");
+  static_assert(NUM_STAGES >= 1, "at least one KV stage");
+  static_assert(kNarrowQkWarps * kNarrowRows <= kGroups * Q_TILE,
+                "the narrow row exchange fits the row_exchange area");
+
+  struct SharedStorage {
+    union {
+      struct {
+        QType_ q_nope[Q_TILE * HEAD_DIM_CKV];
+        QType_ q_pe[Q_TILE * HEAD_DIM_KPE];
+        KVType_ ckv[NUM_STAGES][KV_TILE * HEAD_DIM_CKV];
+        KVType_ kpe_p[NUM_STAGES][kKpePElems];
+        float row_exchange[kGroups][Q_TILE];  // per-warpgroup row max, later row sum
+      } attn;
+      OType_ o[Q_TILE * HEAD_DIM_CKV];  // output staging for coalesced stores
+    };
+  };
+  static constexpr int kAttnBytes =
+      Q_TILE * (HEAD_DIM_CKV + HEAD_DIM_KPE) * static_cast<int>(sizeof(QType_)) +
+      NUM_STAGES * (kCkvStageBytes + kKpePStageBytes) +
+      kGroups * Q_TILE * static_cast<int>(sizeof(float));
+  static constexpr int kOutputBytes = Q_TILE * HEAD_DIM_CKV * static_cast<int>(sizeof(OType_));
+  static constexpr int kSmemBytes = kAttnBytes > kOutputBytes ? kAttnBytes : kOutputBytes;
+  static_assert(sizeof(SharedStorage) == kSmemBytes, "shared storage layout is the host's formula");
+#ifdef MLAJIT_EXPECTED_SMEM_BYTES
+  static_assert(sizeof(SharedStorage) == MLAJIT_EXPECTED_SMEM_BYTES,
+                "the host computed a different shared-memory size for this configuration");
+#endif
+#ifdef MLAJIT_EXPECTED_THREADS
+  static_assert(kThreads == MLAJIT_EXPECTED_THREADS,
+                "the host launches a different number of threads per block for this configuration");
+#endif
+};
+
+// Shared-memory addresses of the storage's regions (32-bit shared window).
+template <typename C>
+struct SmemMap {
+  uint32_t q_nope, q_pe, ckv0, kpe_p0, o;
+  float* row_exchange;
+
+  __device__ __forceinline__ static SmemMap make(typename C::SharedStorage& s) {
+    SmemMap m;
+    m.q_nope = smem_address(s.attn.q_nope);
+    m.q_pe = smem_address(s.attn.q_pe);
+    m.ckv0 = smem_address(s.attn.ckv[0]);
+    m.kpe_p0 = smem_address(s.attn.kpe_p[0]);
+    m.o = smem_address(s.o);
+    m.row_exchange = &s.attn.row_exchange[0][0];
+    return m;
+  }
+
+  __device__ __forceinline__ uint32_t ckv(int stage) const { return ckv0 + stage * C::kCkvStageBytes; }
+  __device__ __forceinline__ uint32_t kpe_p(int stage) const { return kpe_p0 + stage * C::kKpePStageBytes; }
+};
+
+struct ThreadRole {
+  int tid, lane, warp, group;  // warp: index within the warpgroup
+
+  __device__ __forceinline__ static ThreadRole make() {
+    ThreadRole r;
+    r.tid = threadIdx.x;
+    r.lane = r.tid & 31;
+    r.warp = (r.tid >> 5) & 3;
+    r.group = r.tid >> 7;
+    return r;
+  }
+
+  // The same, from a read of the thread index that the compiler cannot move or merge.
+  __device__ __forceinline__ static ThreadRole make_fresh() {
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+    ThreadRole r;
+    r.tid = static_cast<int>(tid);
+    r.lane = r.tid & 31;
+    r.warp = (r.tid >> 5) & 3;
+    r.group = r.tid >> 7;
+    return r;
+  }
+
+  __device__ __forceinline__ int cta_warp() const { return tid / 32; }
+  // Local query rows of this thread's accumulator rows j = 0, 1 (WideRows).
+  __device__ __forceinline__ int acc_row(int j) const { return warp * 16 + (lane >> 2) + 8 * j; }
+  // Local query rows of this thread's PV accumulator rows k = 2 * m-tile + j (row halves):
+  // m-tile 0 is the warp's own QK rows, m-tile 1 those of warp w ^ 1.
+  __device__ __forceinline__ int pv_row(int k) const {
+    return 16 * (warp ^ (k >> 1)) + (lane >> 2) + 8 * (k & 1);
+  }
+
+  // Dim quarter of this warp in PV (row halves).
+  __device__ __forceinline__ int pv_quarter() const { return 2 * group + (warp & 1); }
+};
+
+// What one CTA does for one work item, derived once.
+struct TileContext : WorkTile {
+  bool narrow;           // rows <= 16 (and the config has NARROW_TILES): the NarrowRows layout
+  int32_t row_limit[2];  // this thread's accumulator rows see tokens < row_limit[j]
+};
+
+template <typename C>
+struct WideRows;
+template <typename C>
+struct NarrowRows;
+
+template <typename C>
+__device__ __forceinline__ TileContext make_context(const MlaParams& p, const MlaWorkItem& item,
+                                                    const ThreadRole& role) {
+  TileContext t;
+  const int32_t H = p.num_heads;
+  static_cast<WorkTile&>(t) = make_work_tile<C::kCausal, C::kQTile, C::kKvTile>(item, H);
+  t.narrow = C::kNarrowTiles && t.rows <= C::kNarrowRows;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int local_row = t.narrow ? NarrowRows<C>::acc_row(role, j) : WideRows<C>::acc_row(role, j);
+    t.row_limit[j] = work_row_limit<C::kCausal>(item, t, H, local_row);
+  }
+  return t;
+}
+
+// Online-softmax state of this thread's two accumulator rows and its half of O.
+template <typename C, int DIM_BLOCKS>
+struct SoftmaxState {
+  float o[DIM_BLOCKS][8];
+  float m[2];  // running row max of the raw scores (unscaled)
+  float d[2];  // this thread's share of the running row sum
+  float m_pv[C::kPartnerRows > 0 ? C::kPartnerRows : 1];  // row halves: running max of pv_row(2 + j)
+
+  __device__ __forceinline__ void init() {
+#pragma unroll
+    for (int b = 0; b < DIM_BLOCKS; ++b)
+#pragma unroll
+      for (int r = 0; r < 8; ++r) o[b][r] = 0.f;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      m[j] = neg_inf();
+      d[j] = 0.f;
+    }
+#pragma unroll
+    for (int k = 0; k < C::kPartnerRows; ++k) m_pv[k] = neg_inf();
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Stage: load_q. 64 packed rows of q_nope and q_pe into swizzled shared memory; rows past
+// the request's end are zero-filled.
+template <typename C>
+__device__ __forceinline__ void load_q(const MlaParams& p, const SmemMap<C>& sm,
+                                       const TileContext& t, const ThreadRole& role) {
+  using QType = typename C::QType;
+  const int lane8 = role.tid % C::kLanesPerRow;
+#pragma unroll
+  for (int pass = 0; pass < C::kQPasses; ++pass) {
+    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    const bool valid = row < t.rows;
+    const int32_t packed = t.row0 + (valid ? row : 0);
+    const int32_t token = t.q_token_base + packed / p.num_heads;
+    const int32_t head = packed % p.num_heads;
+    const QType* nope = static_cast<const QType*>(p.q_nope) + token * p.q_nope_stride_token +
+                        head * p.q_nope_stride_head;
+    const QType* pe =
+        static_cast<const QType*>(p.q_pe) + token * p.q_pe_stride_token + head * p.q_pe_stride_head;
+#pragma unroll
+    for (int k = 0; k < C::kCkvChunksPerLane; ++k) {
+      const int chunk = lane8 + k * C::kLanesPerRow;
+      cp_async_16(sm.q_nope + Swizzle<C::kCkvChunks>::byte_offset(row, chunk), nope + chunk * C::kChunkElems,
+                  valid);
+    }
+#pragma unroll
+    for (int k = 0; k < C::kKpeChunksPerLane; ++k) {
+      const int chunk = lane8 + k * C::kLanesPerRow;
+      if (chunk < C::kKpeChunks) {
+        cp_async_16(sm.q_pe + Swizzle<C::kKpeChunks>::byte_offset(row, chunk), pe + chunk * C::kChunkElems,
+                    valid);
+      }
+    }
+  }
+}
+
+// Page id of request token `token` (the caller checks token < kv_stop).
+__device__ __forceinline__ int32_t page_of(const MlaParams& p, const TileContext& t, int32_t token) {
+  // Power-of-two pages (the usual case): a shift instead of a division.
+  if ((p.page_size & (p.page_size - 1)) == 0) {
+    return p.kv_indices[t.kv_page_base + (token >> __popc(p.page_size - 1))];
+  }
+  return p.kv_indices[t.kv_page_base + token / p.page_size];
+}
+
+// Page ids of one KV tile's rows, fetched a tile ahead of its copies (small pages, where every
+// row of a tile may lie on its own page and the id load would otherwise stall the copies).
+// One register per thread: a warp copies kRowsPerWarp rows per pass, and lane
+// pass * kRowsPerWarp + i holds the id of the warp's row i of that pass; load_kv shuffles it to
+// the 8 lanes copying that row.
+template <typename C>
+struct KvPageIds {
+  static constexpr int kRowsPerWarp = 32 / C::kLanesPerRow;
+  static_assert(kRowsPerWarp * C::kKvPasses <= 32, "a warp's row ids fit one register per lane");
+  int32_t id;
+};
+
+template <typename C>
+__device__ __forceinline__ KvPageIds<C> fetch_page_ids(const MlaParams& p, const TileContext& t,
+                                                       const ThreadRole& role, int tile) {
+  constexpr int kPerWarp = KvPageIds<C>::kRowsPerWarp;
+  const int pass = role.lane / kPerWarp;
+  const int row = (role.tid / 32) * kPerWarp + role.lane % kPerWarp + pass * C::kRowsPerPass;
+  const int32_t token = t.kv_start + tile * C::kKvTile + row;
+  KvPageIds<C> ids;
+  ids.id = 0;
+  if (pass < C::kKvPasses && row < C::kKvTile && token < t.kv_stop) ids.id = page_of(p, t, token);
+  return ids;
+}
+
+// Stage: load_kv. KV tile `tile` (tokens kv_start + tile * KV_TILE ...) into stage `stage`.
+// Token t of the request is slot t % page_size of page kv_indices[kv_page_base + t / page_size];
+// offsets are 64-bit since page * stride_page exceeds 2^31 on large pools. With PREFETCHED the
+// page ids come from `ids` (fetch_page_ids of this tile), else from kv_indices here.
+template <typename C, bool PREFETCHED = false>
+__device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm,
+                                        const TileContext& t, const ThreadRole& role, int tile,
+                                        int stage, KvPageIds<C> ids = KvPageIds<C>{0}) {
+  using KVType = typename C::KVType;
+  const int lane8 = role.tid % C::kLanesPerRow;
+  const uint32_t ckv_dst = sm.ckv(stage);
+  const uint32_t kpe_dst = sm.kpe_p(stage);
+#pragma unroll
+  for (int pass = 0; pass < C::kKvPasses; ++pass) {
+    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    int32_t prefetched = 0;
+    if constexpr (PREFETCHED) {
+      prefetched = __shfl_sync(0xffffffffu, ids.id, pass * KvPageIds<C>::kRowsPerWarp + role.lane / C::kLanesPerRow);
+    }
+    if (C::kKvTile % C::kRowsPerPass == 0 || row < C::kKvTile) {
+      const int32_t token = t.kv_start + tile * C::kKvTile + row;
+      const bool valid = token < t.kv_stop;
+      int64_t page = 0;
+      int32_t slot = 0;
+      if (valid) {
+        // Power-of-two pages (the usual case): shift and mask instead of two divisions. Kept
+        // as one branch per case: folded into selects, the division runs for every page size.
+        if ((p.page_size & (p.page_size - 1)) == 0) {
+          const int shift = __popc(p.page_size - 1);
+          page = PREFETCHED ? prefetched : p.kv_indices[t.kv_page_base + (token >> shift)];
+          slot = token & (p.page_size - 1);
+        } else {
+          page = PREFETCHED ? prefetched : p.kv_indices[t.kv_page_base + token / p.page_size];
+          slot = token % p.page_size;
+        }
+      }
+      const KVType* ckv = static_cast<const KVType*>(p.ckv) + page * p.ckv_stride_page +
+                         slot * p.ckv_stride_token;
+      const KVType* kpe = static_cast<const KVType*>(p.kpe) + page * p.kpe_stride_page +
+                         slot * p.kpe_stride_token;
+#pragma unroll
+      for (int k = 0; k < C::kCkvChunksPerLane; ++k) {
+        const int chunk = lane8 + k * C::kLanesPerRow;
+        cp_async_16(ckv_dst + Swizzle<C::kCkvChunks>::byte_offset(row, chunk), ckv + chunk * C::kChunkElems,
+                    valid);
+      }
+#pragma unroll
+      for (int k = 0; k < C::kKpeChunksPerLane; ++k) {
+        const int chunk = lane8 + k * C::kLanesPerRow;
+        if (chunk < C::kKpeChunks) {
+          cp_async_16(kpe_dst + Swizzle<C::kKpeChunks>::byte_offset(row, chunk), kpe + chunk * C::kChunkElems,
+                      valid);
+        }
+      }
+    }
+  }
+}
+
+// Keeps the pipeline NUM_STAGES - 1 tiles ahead and returns once tile `tile` is in shared
+// memory for every thread. With one stage there is nothing to overlap: the single buffer is
+// refilled after everyone has finished with it. With page ids fetched ahead, `ids` holds those
+// of the tile loaded here and is refilled with those of the tile after it.
+template <typename C>
+__device__ __forceinline__ void advance_pipeline(const MlaParams& p, const SmemMap<C>& sm,
+                                                 const TileContext& t, const ThreadRole& role,
+                                                 int tile, KvPageIds<C>& ids) {
+  if constexpr (C::kStages == 1) {
+    __syncthreads();
+    load_kv<C, C::kPageIdsAhead>(p, sm, t, role, tile, 0, ids);
+    cp_async_commit();
+    if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C>(p, t, role, tile + 1);
+    cp_async_wait<0>();
+    __syncthreads();
+  } else {
+    cp_async_wait<C::kStages - 2>();
+    __syncthreads();  // tile visible to all; the stage refilled below is no longer read
+    const int ahead = tile + C::kStages - 1;
+    if (ahead < t.num_tiles) {
+      load_kv<C, C::kPageIdsAhead>(p, sm, t, role, ahead, ahead % C::kStages, ids);
+      if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C>(p, t, role, ahead + 1);
+    }
+    cp_async_commit();  // possibly empty: keeps the group count uniform
+  }
+}
+
+// Page ids of the first tile the KV loop loads (advance_pipeline's first `ahead`).
+template <typename C>
+__device__ __forceinline__ KvPageIds<C> first_page_ids(const MlaParams& p, const TileContext& t,
+                                                       const ThreadRole& role) {
+  KvPageIds<C> ids{0};
+  if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C>(p, t, role, C::kStages - 1);
+  return ids;
+}
+
+// Byte offsets, within one swizzled operand, of the ldmatrix rows a lane supplies for the
+// first swizzle period of k-steps (2 chunks each); later periods add a constant.
+template <int ROW_CHUNKS>
+struct FragmentAddress {
+  static constexpr int kSteps = Swizzle<ROW_CHUNKS>::kPeriod / 2;
+  uint32_t at[kSteps];
+
+  __device__ __forceinline__ FragmentAddress(int row, int chunk_select) {
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) at[s] = Swizzle<ROW_CHUNKS>::byte_offset(row, 2 * s + chunk_select);
+  }
+
+  // Offset of k-step `step` (chunks 2 * step, 2 * step + 1).
+  __device__ __forceinline__ uint32_t step(int step) const {
+    return at[step % kSteps] + (step / kSteps) * (kSteps * 2 * 16);
+  }
+};
+
+// One mma block of QK scores: 16 query rows x N KV columns, N / 2 fp32 accumulators a thread
+// (the fragment layout of ptx_mma.cuh). Its K fragment is one ldmatrix per k-step.
+template <int N>
+struct QkBlock;
+
+template <>
+struct QkBlock<16> {
+  static constexpr int kAccs = 8;
+  // ldmatrix.x4: lanes 0-7 give tokens 0-7 of the k-step's first chunk, 8-15 the same tokens'
+  // second chunk, 16-31 the same for tokens 8-15.
+  __device__ __forceinline__ static int k_row(int lane) { return 8 * (lane / 16) + lane % 8; }
+  __device__ __forceinline__ static int k_chunk(int lane) { return (lane % 16) / 8; }
+  template <typename T>
+  __device__ __forceinline__ static void accumulate(float (&s)[kAccs], const uint32_t (&a)[4],
+                                                    uint32_t k_addr) {
+    uint32_t k[4];
+    ldmatrix_x4(k, k_addr);
+    mma_16x16x16<T>(s, a, k);
+  }
+};
+
+template <>
+struct QkBlock<8> {
+  static constexpr int kAccs = 4;
+  // ldmatrix.x2: lanes 0-7 give tokens 0-7 of the k-step's first chunk, lanes 8-15 the second.
+  __device__ __forceinline__ static int k_row(int lane) { return lane % 8; }
+  __device__ __forceinline__ static int k_chunk(int lane) { return (lane / 8) % 2; }
+  template <typename T>
+  __device__ __forceinline__ static void accumulate(float (&s)[kAccs], const uint32_t (&a)[4],
+                                                    uint32_t k_addr) {
+    uint32_t k[2];
+    ldmatrix_x2(k, k_addr);
+    mma_16x8x16<T>(s, a, k[0], k[1]);
+  }
+};
+
+// Accumulator row j (0: row lane / 4, 1: row lane / 4 + 8) of blocks o[first, first + N) *= factor.
+template <int N, int BLOCKS>
+__device__ __forceinline__ void scale_row(float (&o)[BLOCKS][8], int first, int j, float factor) {
+#pragma unroll
+  for (int b = 0; b < N; ++b) {
+    o[first + b][2 * j] *= factor;
+    o[first + b][2 * j + 1] *= factor;
+    o[first + b][2 * j + 4] *= factor;
+    o[first + b][2 * j + 5] *= factor;
+  }
+}
+
+// o += P(16 rows x 16 tokens, fragment p) . ckv[kv_row0 .. +16, this warp's dims].
+template <typename C, int DIM_BLOCKS>
+__device__ __forceinline__ void accumulate_pv_block(SoftmaxState<C, DIM_BLOCKS>& st, const uint32_t (&p)[4],
+                                                    uint32_t v_base, int kv_row0,
+                                                    const FragmentAddress<C::kCkvChunks>& v_addr) {
+  const uint32_t block_base = v_base + kv_row0 * (C::kCkvChunks * 16);
+#pragma unroll
+  for (int b = 0; b < DIM_BLOCKS; ++b) {
+    uint32_t v[4];
+    ldmatrix_x4_trans(v, block_base + v_addr.step(b));
+    mma_16x16x16<typename C::MmaType>(st.o[b], p, v);
+  }
+}
+
+// Helpers of the softmax stages of both layouts.
+
+// The exp2 base of a row whose running max is m. A row that has seen nothing yet keeps
+// m = -inf; 0 is its base, so that 2^(-inf - base) = 0 rather than 2^(-inf + inf) = NaN.
+__device__ __forceinline__ float exp2_base(float m, float scale_log2) {
+  return m == neg_inf() ? 0.f : m * scale_log2;
+}
+
+// Of a row with running max m and row sum d: its base-2 LSE and the factor 1 / d of its O
+// (-inf and 0 for a row that saw nothing).
+__device__ __forceinline__ float finish_row(float m, float d, float scale_log2, float& lse) {
+  const bool empty = m == neg_inf() || !(d > 0.f);
+  const float inv = empty ? 0.f : 1.f / d;
+  lse = empty ? neg_inf() : m * scale_log2 + fast_log2(d);
+  return inv;
+}
+
+// The P tile of a stage lives in its kpe buffer, KV_TILE columns (at least 2 chunks) a row.
+template <typename C>
+using PSwizzle = Swizzle<(C::kPChunks < 2 ? 2 : C::kPChunks)>;
+
+// ---------------------------------------------------------------------------------------
+// Row layouts: which rows and KV columns each warp computes, and how warps exchange row
+// statistics. Each provides the stages that differ (update_softmax_state, compute_pv,
+// normalize) and the coordinates the shared stages (compute_qk, mask_scores, write_output)
+// need; `attend` runs the same pipeline over either.
+
+// Any tile: QK rows 16w.. of warp w of either warpgroup (see the top of this file).
+template <typename C>
+struct WideRows {
+  static constexpr int kQkN = 16;
+  static constexpr int kQkBlocks = C::kQkBlocks;
+  using Scores = float[kQkBlocks][QkBlock<kQkN>::kAccs];
+  using State = SoftmaxState<C, C::kPvBlocks>;
+  static constexpr int kLseRows = C::kPvRows;
+  static constexpr int kOutMTiles = C::kPvMTiles;
+  static constexpr int kOutDimBlocks = C::kPvDimBlocks;
+
+  __device__ __forceinline__ static bool computes_scores(const ThreadRole&) { return true; }
+  __device__ __forceinline__ static int q_row0(const ThreadRole& role) { return role.warp * 16; }
+  __device__ __forceinline__ static int qk_col0(const ThreadRole& role) {
+    return C::kQkShard ? role.group * C::kQkCols : 0;
+  }
+
+  __device__ __forceinline__ static int acc_row(const ThreadRole& role, int j) { return role.acc_row(j); }
+  // Output m-tile i holds the rows of warp w ^ i (row halves; i = 0 only otherwise).
+  __device__ __forceinline__ static int out_row(const ThreadRole& role, int i) {
+    return (role.warp ^ i) * 16 + role.lane % 16;
+  }
+
+  __device__ __forceinline__ static int out_chunk0(const ThreadRole& role) {
+    return C::kPvRowHalves ? role.pv_quarter() * (C::kOChunks / C::kPvDimSplit)
+                           : role.group * (C::kOChunks / 2);
+  }
+
+  __device__ __forceinline__ static bool writes_lse(const ThreadRole& role) { return role.group == 0; }
+
+  // Stage: update_softmax_state. New row maxima (shared across warpgroups when sharded),
+  // rescale of O and the row sums, and s turned into unnormalised probabilities 2^(s*c - m*c).
+  __device__ __forceinline__ static void update_softmax_state(Scores& s, State& st,
+                                                              const SmemMap<C>& sm, int,
+                                                              float scale_log2,
+                                                              const ThreadRole& role) {
+    float m_tile[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float mx = st.m[j];
+#pragma unroll
+      for (int b = 0; b < kQkBlocks; ++b)
+        mx = fmaxf(mx, fmaxf(fmaxf(s[b][2 * j], s[b][2 * j + 1]), fmaxf(s[b][2 * j + 4], s[b][2 * j + 5])));
+      m_tile[j] = quad_max(mx);
+    }
+    if constexpr (C::kQkShard) {
+      exchange_rows(m_tile, sm, role);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        m_tile[j] = fmaxf(sm.row_exchange[role.acc_row(j)], sm.row_exchange[C::kQTile + role.acc_row(j)]);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float base = exp2_base(m_tile[j], scale_log2);
+      const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
+      st.m[j] = m_tile[j];
+      st.d[j] *= rescale;
+      scale_row<C::kPvDimBlocks>(st.o, 0, j, rescale);  // with row halves, m-tile 0 holds these rows
+#pragma unroll
+      for (int b = 0; b < kQkBlocks; ++b) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          s[b][2 * j + r] = fast_exp2(s[b][2 * j + r] * scale_log2 - base);
+          s[b][2 * j + 4 + r] = fast_exp2(s[b][2 * j + 4 + r] * scale_log2 - base);
+          st.d[j] += s[b][2 * j + r] + s[b][2 * j + 4 + r];
+        }
+      }
+    }
+    if constexpr (C::kPvRowHalves) rescale_partner_rows(st, sm, scale_log2, role);
+  }
+
+  // Stage: compute_pv. With QK_SHARD all of P goes through shared memory (the stage's kpe
+  // buffer, free once all warps are past the row-max exchange); warp (g, w) then multiplies rows
+  // 16w.. and 16(w ^ 1).. (two m16 tiles) by dim quarter 2g + w % 2 of V, each V fragment
+  // serving both.
+  __device__ __forceinline__ static void compute_pv(const Scores& s, State& st,
+                                                    const SmemMap<C>& sm, int stage,
+                                                    const ThreadRole& role) {
+    if constexpr (!C::kPvRowHalves) {
+      compute_pv_split_dims(s, st, sm, stage, role);
+    } else {
+      const uint32_t p_base = sm.kpe_p(stage);
+      const int own_col0 = role.group * C::kQkCols;
+      const int prow = role.warp * 16 + role.lane % 16;
+#pragma unroll
+      for (int b = 0; b < kQkBlocks; ++b) {
+        uint32_t p[4];
+        pack_fragment<typename C::MmaType>(p, s[b]);
+        stmatrix_x4(p_base + PSwizzle<C>::byte_offset(prow, (own_col0 + 16 * b) / 8 + role.lane / 16), p);
+      }
+      __syncthreads();  // all of P is in shared memory
+      const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                                  role.pv_quarter() * (C::kCkvChunks / C::kPvDimSplit) + role.lane / 16);
+      // Fully unrolled, the causal tier-1 kernel spilled 12 bytes (255 registers); two k-steps
+      // per iteration keep it at 243 without spills (H200: 1-2% slower than full unrolling on
+      // the full-attention shapes, which do not spill).
+      constexpr int kUnroll = C::kCausal ? 2 : C::kKvTile / 16;
+#pragma unroll (kUnroll)
+      for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves(st, p_base, sm.ckv(stage), v_addr, kk, role);
+    }
+  }
+
+  // Stage: normalize. Completes the row sums (quad, then across warpgroups), scales O by 1/d
+  // and returns the base-2 LSE of each accumulator row (-inf for rows that saw nothing).
+  __device__ __forceinline__ static void normalize(State& st, const SmemMap<C>& sm,
+                                                   float scale_log2, float (&lse)[kLseRows],
+                                                   const ThreadRole& role) {
+    float d[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) d[j] = quad_sum(st.d[j]);
+    // The last reads of the max exchange are separated from these writes by compute_pv's barrier.
+    if constexpr (C::kQkShard) exchange_rows(d, sm, role);
+    // Row k of the PV accumulators: 0, 1 this warp's QK rows, 2, 3 (row halves) warp w ^ 1's.
+#pragma unroll
+    for (int k = 0; k < kLseRows; ++k) {
+      const int j = k & 1;
+      float dk = d[j];
+      if constexpr (C::kQkShard) {
+        const int row = role.pv_row(k);
+        dk = sm.row_exchange[row] + sm.row_exchange[C::kQTile + row];
+      }
+      const float mk = k < 2 ? st.m[j] : st.m_pv[k < 2 ? 0 : k - 2];
+      scale_row<C::kPvDimBlocks>(st.o, (k >> 1) * C::kPvDimBlocks, j, finish_row(mk, dk, scale_log2, lse[k]));
+    }
+  }
+
+ private:
+  // This warpgroup's values of the thread's two QK rows into row_exchange[group], then a
+  // barrier: row r's values of both warpgroups are then row_exchange[r] and [kQTile + r].
+  __device__ __forceinline__ static void exchange_rows(const float (&v)[2], const SmemMap<C>& sm,
+                                                       const ThreadRole& role) {
+    if (role.lane % 4 == 0) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sm.row_exchange[role.group * C::kQTile + role.acc_row(j)] = v[j];
+    }
+    __syncthreads();
+  }
+
+  // Row halves: m-tile 1 of O holds rows of QK warp w ^ 1. Their new maxima are the same max of
+  // the two exchanged values (each already holds the old max), so the rescale factors follow
+  // without another exchange. The reads precede compute_pv's barrier.
+  __device__ __forceinline__ static void rescale_partner_rows(State& st, const SmemMap<C>& sm,
+                                                              float scale_log2,
+                                                              const ThreadRole& role) {
+#pragma unroll
+    for (int j = 0; j < C::kPartnerRows; ++j) {
+      const int row = role.pv_row(2 + j);
+      const float mn = fmaxf(sm.row_exchange[row], sm.row_exchange[C::kQTile + row]);
+      const float rescale = fast_exp2(st.m_pv[j] * scale_log2 - exp2_base(mn, scale_log2));
+      st.m_pv[j] = mn;
+      scale_row<C::kPvDimBlocks>(st.o, C::kPvDimBlocks, j, rescale);
+    }
+  }
+
+  // compute_pv as 4 row groups (warps) x 2 dim halves (warpgroups), P in registers (no QK_SHARD:
+  // each warpgroup has all of its rows' scores).
+  __device__ __forceinline__ static void compute_pv_split_dims(const Scores& s, State& st,
+                                                               const SmemMap<C>& sm, int stage,
+                                                               const ThreadRole& role) {
+    static_assert(!C::kQkShard, "sharded QK splits PV into row halves");
+    // ldmatrix.trans rows are tokens, chunks this warpgroup's output dims.
+    const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                                role.group * (C::kCkvChunks / 2) + role.lane / 16);
+    uint32_t p[kQkBlocks][4];
+#pragma unroll
+    for (int b = 0; b < kQkBlocks; ++b) pack_fragment<typename C::MmaType>(p[b], s[b]);
+#pragma unroll
+    for (int b = 0; b < kQkBlocks; ++b) accumulate_pv_block<C>(st, p[b], sm.ckv(stage), 16 * b, v_addr);
+  }
+
+  // Row halves: o += P[rows 16w.., 16(w ^ 1).., tokens 16kk..+16] . V[those tokens, this warp's
+  // dim quarter]; each V fragment serves both m16 row tiles.
+  __device__ __forceinline__ static void accumulate_pv_halves(State& st, uint32_t p_base,
+                                                              uint32_t v_base,
+                                                              const FragmentAddress<C::kCkvChunks>& v_addr,
+                                                              int kk, const ThreadRole& role) {
+    uint32_t a[C::kPvMTiles][4];
+#pragma unroll
+    for (int i = 0; i < C::kPvMTiles; ++i)
+      ldmatrix_x4(a[i], p_base + PSwizzle<C>::byte_offset(16 * (role.warp ^ i) + role.lane % 16, 2 * kk + role.lane / 16));
+    const uint32_t block_base = v_base + kk * 16 * (C::kCkvChunks * 16);
+#pragma unroll
+    for (int b = 0; b < C::kPvDimBlocks; ++b) {
+      uint32_t v[4];
+      ldmatrix_x4_trans(v, block_base + v_addr.step(b));
+#pragma unroll
+      for (int i = 0; i < C::kPvMTiles; ++i)
+        mma_16x16x16<typename C::MmaType>(st.o[i * C::kPvDimBlocks + b], a[i], v);
+    }
+  }
+};
+
+// Tiles of at most 16 valid rows. Every warp works on local rows 0-15; warp n of the CTA
+// (0..7) owns KV columns [8 n, 8 n + 8) in QK (when n < kNarrowQkWarps) and output dims
+// [n CKV / 8, (n + 1) CKV / 8) in PV. The accumulator rows of a thread are lane / 4 and
+// lane / 4 + 8, in QK (m16n8 blocks) and in PV.
+template <typename C>
+struct NarrowRows {
+  static constexpr int kQkN = 8;
+  static constexpr int kQkBlocks = C::kNarrowQkN8;
+  using Scores = float[kQkBlocks][QkBlock<kQkN>::kAccs];
+  using State = SoftmaxState<C, C::kNarrowPvBlocks>;
+  static constexpr int kLseRows = 2;
+  static constexpr int kOutMTiles = 1;
+  static constexpr int kOutDimBlocks = C::kNarrowPvBlocks;
+
+  __device__ __forceinline__ static bool computes_scores(const ThreadRole& role) {
+    return C::kNarrowQkWarps == C::kWarps || role.cta_warp() < C::kNarrowQkWarps;
+  }
+
+  __device__ __forceinline__ static int q_row0(const ThreadRole&) { return 0; }
+  __device__ __forceinline__ static int qk_col0(const ThreadRole& role) {
+    return role.cta_warp() * 8 * kQkBlocks;
+  }
+
+  __device__ __forceinline__ static int acc_row(const ThreadRole& role, int j) {
+    return role.lane / 4 + 8 * j;
+  }
+
+  __device__ __forceinline__ static int out_row(const ThreadRole& role, int) { return role.lane % 16; }
+  __device__ __forceinline__ static int out_chunk0(const ThreadRole& role) {
+    return role.cta_warp() * (C::kOChunks / C::kWarps);
+  }
+
+  __device__ __forceinline__ static bool writes_lse(const ThreadRole& role) { return role.cta_warp() == 0; }
+
+  // Stage: update_softmax_state. Row maxima of all QK warps through shared memory, rescale of O
+  // and the row sums, and the probabilities of this warp's columns into the stage's P tile.
+  __device__ __forceinline__ static void update_softmax_state(Scores& s, State& st,
+                                                              const SmemMap<C>& sm, int stage,
+                                                              float scale_log2,
+                                                              const ThreadRole& role) {
+    const bool qk_warp = computes_scores(role);
+    if (qk_warp) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float mx = neg_inf();
+#pragma unroll
+        for (int b = 0; b < kQkBlocks; ++b) mx = fmaxf(mx, fmaxf(s[b][2 * j], s[b][2 * j + 1]));
+        mx = quad_max(mx);
+        if (role.lane % 4 == 0) sm.row_exchange[role.cta_warp() * 16 + acc_row(role, j)] = mx;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float m_tile = st.m[j];
+#pragma unroll
+      for (int w = 0; w < C::kNarrowQkWarps; ++w) m_tile = fmaxf(m_tile, sm.row_exchange[w * 16 + acc_row(role, j)]);
+      const float base = exp2_base(m_tile, scale_log2);
+      const float rescale = fast_exp2(st.m[j] * scale_log2 - base);
+      st.m[j] = m_tile;
+      st.d[j] *= rescale;
+      scale_row<C::kNarrowPvBlocks>(st.o, 0, j, rescale);
+      if (qk_warp) {
+#pragma unroll
+        for (int b = 0; b < kQkBlocks; ++b) {
+          s[b][2 * j] = fast_exp2(s[b][2 * j] * scale_log2 - base);
+          s[b][2 * j + 1] = fast_exp2(s[b][2 * j + 1] * scale_log2 - base);
+          st.d[j] += s[b][2 * j] + s[b][2 * j + 1];
+        }
+      }
+    }
+    if (qk_warp) store_probabilities(s, sm, stage, role);
+  }
+
+  // Stage: compute_pv. o(16 rows x this warp's dims) += P(16 x KV_TILE, from shared memory) . ckv.
+  __device__ __forceinline__ static void compute_pv(const Scores&, State& st, const SmemMap<C>& sm,
+                                                    int stage, const ThreadRole& role) {
+    __syncthreads();  // every warp's P is in shared memory
+    const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
+                                                role.cta_warp() * (C::kCkvChunks / C::kWarps) + role.lane / 16);
+    const uint32_t p_base = sm.kpe_p(stage);
+#pragma unroll
+    for (int kk = 0; kk < C::kKvTile / 16; ++kk) {
+      uint32_t p[4];
+      ldmatrix_x4(p, p_base + PSwizzle<C>::byte_offset(role.lane % 16, 2 * kk + role.lane / 16));
+      accumulate_pv_block<C>(st, p, sm.ckv(stage), 16 * kk, v_addr);
+    }
+  }
+
+  // Stage: normalize. Row sums over the QK warps, then O scaled by 1/d and the base-2 LSE.
+  __device__ __forceinline__ static void normalize(State& st, const SmemMap<C>& sm,
+                                                   float scale_log2, float (&lse)[kLseRows],
+                                                   const ThreadRole& role) {
+    // The last reads of the max exchange are separated from these writes by the P barrier.
+    if (computes_scores(role)) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float d = quad_sum(st.d[j]);
+        if (role.lane % 4 == 0) sm.row_exchange[role.cta_warp() * 16 + acc_row(role, j)] = d;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float d = 0.f;
+#pragma unroll
+      for (int w = 0; w < C::kNarrowQkWarps; ++w) d += sm.row_exchange[w * 16 + acc_row(role, j)];
+      scale_row<C::kNarrowPvBlocks>(st.o, 0, j, finish_row(st.m[j], d, scale_log2, lse[j]));
+    }
+  }
+
+ private:
+  // This warp's probabilities into rows 0-15 of the stage's P tile (free: every warp is past QK,
+  // by the barrier of the max exchange).
+  __device__ __forceinline__ static void store_probabilities(const Scores& s, const SmemMap<C>& sm,
+                                                             int stage, const ThreadRole& role) {
+    const uint32_t p_base = sm.kpe_p(stage);
+#pragma unroll
+    for (int b = 0; b < kQkBlocks; ++b) {
+      const int chunk = role.cta_warp() * kQkBlocks + b;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t addr = p_base + PSwizzle<C>::byte_offset(acc_row(role, j), chunk) + 4 * (role.lane % 4);
+        const uint32_t v = Dtype16<typename C::MmaType>::pack(s[b][2 * j], s[b][2 * j + 1]);
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Stages shared by the layouts.
+
+// s += Q[16 rows from Rows::q_row0] . K[Rows::kQkBlocks blocks of kQkN tokens from
+// Rows::qk_col0]^T over one operand pair (q_pe / kpe or q_nope / ckv), ROW_CHUNKS 16-byte
+// chunks per row.
+template <typename C, typename Rows, int ROW_CHUNKS>
+__device__ __forceinline__ void accumulate_qk(typename Rows::Scores& s, uint32_t q_base,
+                                              uint32_t k_base, const ThreadRole& role) {
+  using Block = QkBlock<Rows::kQkN>;
+  const FragmentAddress<ROW_CHUNKS> q_addr(Rows::q_row0(role) + role.lane % 16, role.lane / 16);
+  const FragmentAddress<ROW_CHUNKS> k_addr(Rows::qk_col0(role) + Block::k_row(role.lane),
+                                           Block::k_chunk(role.lane));
+#pragma unroll
+  for (int step = 0; step < ROW_CHUNKS / 2; ++step) {
+    uint32_t a[4];
+    ldmatrix_x4(a, q_base + q_addr.step(step));
+#pragma unroll
+    for (int b = 0; b < Rows::kQkBlocks; ++b) {
+      Block::template accumulate<typename C::MmaType>(
+          s[b], a, k_base + k_addr.step(step) + b * Rows::kQkN * ROW_CHUNKS * 16);
+    }
+  }
+}
+
+// Stage: compute_qk. Raw scores of this warp's rows against its share of the KV tile.
+template <typename C, typename Rows>
+__device__ __forceinline__ void compute_qk(typename Rows::Scores& s, const SmemMap<C>& sm, int stage,
+                                           const ThreadRole& role) {
+#pragma unroll
+  for (int b = 0; b < Rows::kQkBlocks; ++b)
+#pragma unroll
+    for (int r = 0; r < QkBlock<Rows::kQkN>::kAccs; ++r) s[b][r] = 0.f;
+  accumulate_qk<C, Rows, C::kKpeChunks>(s, sm.q_pe, sm.kpe_p(stage), role);
+  accumulate_qk<C, Rows, C::kCkvChunks>(s, sm.q_nope, sm.ckv(stage), role);
+}
+
+// Tokens below unmasked_end are visible to every row of the tile.
+template <typename C>
+__device__ __forceinline__ bool tile_needs_mask(const TileContext& t, int tile) {
+  return t.kv_start + (tile + 1) * C::kKvTile > t.unmasked_end;
+}
+
+// Stage: mask_scores. Scores of tokens a row may not see (past the chunk, or in its causal
+// future) become -inf. Accumulator r of a block: column 8 (r / 4) + r % 2 + 2 (lane % 4), row j = (r % 4) / 2.
+template <typename C, typename Rows>
+__device__ __forceinline__ void mask_scores(typename Rows::Scores& s, const TileContext& t, int tile,
+                                            const ThreadRole& role) {
+  const int32_t col0 = t.kv_start + tile * C::kKvTile + Rows::qk_col0(role) + 2 * (role.lane % 4);
+#pragma unroll
+  for (int b = 0; b < Rows::kQkBlocks; ++b)
+#pragma unroll
+    for (int r = 0; r < QkBlock<Rows::kQkN>::kAccs; ++r) {
+      const int32_t token = col0 + Rows::kQkN * b + 8 * (r / 4) + (r % 2);
+      if (token >= t.row_limit[(r % 4) / 2]) s[b][r] = neg_inf();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The pipeline.
+
+// The staged O rows from shared memory to the output or the partial buffer, 128 bytes a row.
+template <typename C>
+__device__ __forceinline__ void store_output_rows(const MlaParams& p, const SmemMap<C>& sm,
+                                                  const TileContext& t, const ThreadRole& role) {
+  using OType = typename C::OType;
+  using OSwizzle = Swizzle<C::kOChunks>;
+  const bool partial = t.partial_row >= 0;
+  const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kQTile;
+  const int lane8 = role.tid % C::kLanesPerRow;
+#pragma unroll
+  for (int pass = 0; pass < C::kQPasses; ++pass) {
+    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    if (row < t.rows) {
+      OType* dst = partial ? static_cast<OType*>(p.partial_o) +
+                                 static_cast<int64_t>(partial_row0 + row) * C::kHeadDimCkv
+                           : static_cast<OType*>(p.out) + final_row_offset(p, t.q_token_base, t.row0 + row);
+#pragma unroll
+      for (int k = 0; k < C::kOChunksPerLane; ++k) {
+        const int chunk = lane8 + k * C::kLanesPerRow;
+        Chunk16 v;
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+                     : "r"(sm.o + OSwizzle::byte_offset(row, chunk)));
+        *reinterpret_cast<Chunk16*>(dst + chunk * C::kOChunkElems) = v;
+      }
+    }
+  }
+}
+
+// Stage: write_output. O goes through shared memory so that global stores are whole 128-byte
+// rows; the final output or the partial buffer, and the LSE.
+template <typename C, typename Rows>
+__device__ __forceinline__ void write_output(const MlaParams& p, typename Rows::State& st,
+                                             const float (&lse)[Rows::kLseRows], const SmemMap<C>& sm,
+                                             const TileContext& t, const ThreadRole& role) {
+  using OSwizzle = Swizzle<C::kOChunks>;
+  __syncthreads();  // everyone is done with Q / KV, which the staging area overlays
+  // The staging addresses are derived from a fresh read of the thread index: derived from
+  // `role`, the compiler hoists all of them to the kernel's start and, at 255 registers in the
+  // wide tier-1 loop, keeps them in local memory.
+  const ThreadRole fresh = ThreadRole::make_fresh();
+  const int ochunk0 = Rows::out_chunk0(fresh);
+#pragma unroll
+  for (int i = 0; i < Rows::kOutMTiles; ++i) {
+    const int orow = Rows::out_row(fresh, i);
+#pragma unroll
+    for (int b = 0; b < Rows::kOutDimBlocks; ++b) {
+      uint32_t packed[4];
+      pack_fragment<typename C::OType>(packed, st.o[i * Rows::kOutDimBlocks + b]);
+      stmatrix_x4(sm.o + OSwizzle::byte_offset(orow, ochunk0 + 2 * b + role.lane / 16), packed);
+    }
+  }
+  const bool partial = t.partial_row >= 0;
+  const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kQTile;
+  if (Rows::writes_lse(role) && role.lane % 4 == 0) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int row = Rows::acc_row(role, j);
+      if (row < t.rows) {
+        if (partial) {
+          p.partial_lse[partial_row0 + row] = lse[j];
+        } else {
+          write_final_lse(p, t.q_token_base, t.row0 + row, lse[j]);
+        }
+      }
+    }
+  }
+  __syncthreads();
+  store_output_rows<C>(p, sm, t, role);
+}
+
+// The KV loop of one tile in row layout Rows, normalisation and output.
+template <typename C, typename Rows>
+__device__ __forceinline__ void attend(const MlaParams& p, const SmemMap<C>& sm, const TileContext& t) {
+  // Addresses derived from the thread index are recomputed per work item: derived from the
+  // kernel's ThreadRole they are hoisted to its start, stay live across every KV loop copy and
+  // spill at 255 registers (and the wide loop ran 5% slower with them).
+  const ThreadRole role = ThreadRole::make_fresh();
+  typename Rows::State st;
+  st.init();
+  KvPageIds<C> ids = first_page_ids<C>(p, t, role);
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    advance_pipeline<C>(p, sm, t, role, tile, ids);
+    const int stage = tile % C::kStages;
+    typename Rows::Scores s;
+    if (Rows::computes_scores(role)) {
+      compute_qk<C, Rows>(s, sm, stage, role);
+      if (tile_needs_mask<C>(t, tile)) mask_scores<C, Rows>(s, t, tile, role);
+    }
+    Rows::update_softmax_state(s, st, sm, stage, p.sm_scale_log2, role);
+    Rows::compute_pv(s, st, sm, stage, role);
+  }
+  cp_async_wait<0>();
+  float lse[Rows::kLseRows];
+  Rows::normalize(st, sm, p.sm_scale_log2, lse, role);
+  write_output<C, Rows>(p, st, lse, sm, t, role);
+}
+
+// Q and the first NUM_STAGES - 1 KV tiles on their way (Q joins the first tile's group).
+template <typename C>
+__device__ __forceinline__ void start_pipeline(const MlaParams& p, const SmemMap<C>& sm, const TileContext& t,
+                                               const ThreadRole& role) {
+  load_q<C>(p, sm, t, role);
+#pragma unroll
+  for (int tile = 0; tile < C::kStages - 1; ++tile) {
+    if (tile < t.num_tiles) load_kv<C>(p, sm, t, role, tile, tile);
+    cp_async_commit();
+  }
+}
+
+// One work item: this CTA's 64 rows of a query tile against one KV chunk.
+template <typename C>
+__device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>& sm,
+                                            const MlaWorkItem& item, const ThreadRole& role) {
+  const TileContext t = make_context<C>(p, item, role);
+  if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
+  __syncthreads();  // the previous item's output staging has been read
+  if (t.num_tiles > 0) start_pipeline<C>(p, sm, t, role);
+  if (t.narrow) {
+    attend<C, NarrowRows<C>>(p, sm, t);
+  } else {
+    attend<C, WideRows<C>>(p, sm, t);
+  }
+}
+
+template <typename Config>
+__global__ void __launch_bounds__(Config::kThreads, 1) mla_fa2_kernel(const __grid_constant__ MlaParams params) {
+  extern __shared__ __align__(128) unsigned char mla_smem[];
+  auto& storage = *reinterpret_cast<typename Config::SharedStorage*>(mla_smem);
+  const ThreadRole role = ThreadRole::make();
+  if (params.phase != 2) {
+    const SmemMap<Config> sm = SmemMap<Config>::make(storage);
+    const int32_t first = params.work_indptr[blockIdx.y];
+    const int32_t last = params.work_indptr[blockIdx.y + 1];
+#pragma unroll 1
+    for (int32_t w = first; w < last; ++w) attend_tile<Config>(params, sm, params.work_items[w], role);
+  }
+  if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
+  if (params.phase != 1) {
+    merge_partials<typename Config::OType, Config::kHeadDimCkv, Config::kThreads>(params);
+  }
+}
+
+}  // namespace mlajit_kernel

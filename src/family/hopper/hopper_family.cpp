@@ -1,0 +1,207 @@
+#include "family/hopper/hopper_family.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "kernels/hopper/hopper_params.cuh"
+#include "mlajit/error.h"
+
+namespace mlajit::family::hopper {
+namespace {
+
+// The kernel's geometry (kernels/hopper/mla_hopper.cuh, HopperConfig): an output and a softmax
+// warpgroup and a producer warpgroup; 64 packed query rows by 576 dims against 64-token KV
+// tiles in two stages. The kernel static_asserts the threads and shared memory codegen writes.
+constexpr int kThreadsPerBlock = 384;
+constexpr int kRows = 64;
+constexpr int kTileTokens = 64;
+constexpr int kStages = 2;
+constexpr HeadDims kHeadDims{512, 64};
+// The fewest heads for which `auto` picks this family (see auto_eligible).
+constexpr int kMinAutoHeads = 32;
+// The tile config every hopper spec states (the spec text has one for every family).
+const TileConfig kTile{kStages, kTileTokens, false, kRows};
+
+// Q and each KV stage: 64 rows of 576 16-bit values; then a row of rescale factors per stage,
+// the final row sums, three mbarriers per stage and one for the row sums; 1 KiB of slack to align the base to the
+// 128-byte swizzle's 1 KiB atom.
+int shared_storage_bytes() {
+  const int tile = kRows * (kHeadDims.ckv + kHeadDims.kpe) * 2;
+  return (1 + kStages) * tile + kStages * kRows * 4 + kRows * 4 + (3 * kStages + 1) * 8 + 1024;
+}
+
+const char* kernel_type(DType dtype) {
+  return dtype == DType::kBFloat16 ? "mlajit_kernel::bf16_t" : "mlajit_kernel::f16_t";
+}
+
+std::string dtype_reason(DType q, DType kv, DType o) {
+  if (kv == DType::kFloat8E4M3) {
+    return "the hopper family has no FP8 KV path yet (kv dtype e4m3): use a bf16 or f16 KV cache";
+  }
+  if (kv != q || o != q) {
+    return fmt::format("the hopper family needs one dtype for Q, KV and O; got q={} kv={} o={}",
+                       dtype_name(q), dtype_name(kv), dtype_name(o));
+  }
+  return "";
+}
+
+class HopperFamily final : public KernelFamily {
+ public:
+  const char* name() const override { return "hopper"; }
+  const char* summary() const override {
+    return "wgmma + TMA kernel for compute capability 9.0 (sm_90a): softmax, output and "
+           "producer warpgroups over a two-stage KV ring";
+  }
+  std::vector<HeadDims> head_dims() const override { return {kHeadDims}; }
+
+  std::string shape_unsupported_reason(const MlaShape& shape) const override {
+    if (!(HeadDims{shape.head_dim_ckv, shape.head_dim_kpe} == kHeadDims)) {
+      return fmt::format("the hopper family computes head dims ckv=512 kpe=64 only, got ckv={} "
+                         "kpe={} (the portable family computes them)",
+                         shape.head_dim_ckv, shape.head_dim_kpe);
+    }
+    return dtype_reason(shape.dtype, shape.effective_kv_dtype(), shape.dtype);
+  }
+
+  std::string unsupported_reason(const MlaShape& shape, const DeviceTarget& target) const override {
+    std::string reason = shape_unsupported_reason(shape);
+    if (!reason.empty()) return reason;
+    if (target.cc_major != 9 || target.cc_minor != 0) {
+      return fmt::format("the hopper family needs compute capability 9.0 (wgmma, TMA, "
+                         "setmaxnreg: sm_90a), device ({}) is {}.{}",
+                         target.arch, target.cc_major, target.cc_minor);
+    }
+    if (!smem_fits(shared_storage_bytes(), target)) {
+      return fmt::format("the hopper kernel needs {} B of shared memory per CTA; the target has "
+                         "{}",
+                         shared_storage_bytes(), smem_limits_text(target));
+    }
+    return "";
+  }
+
+  // Measured on the H200 (docs/PERF.md, 2026-12-01): from 32 heads (and at 16 heads with 2-4
+  // speculative tokens) it runs 1.3-2.1x the portable kernel, pages of 64 or of 1; a 16-head
+  // decode step fills a quarter of its 64-row MMA tile, and there the portable kernel's
+  // narrow tiles are 1-5% faster (22-29% at page size 1). The query length is not known when
+  // the kernel is chosen, so the head count decides.
+  bool auto_eligible(const MlaShape& shape, const DeviceTarget&) const override {
+    return shape.num_heads >= kMinAutoHeads;
+  }
+
+  KernelSpec spec_for(const MlaShape& shape, const DeviceTarget& target,
+                      const MlaOptions&) const override {
+    KernelSpec spec;
+    spec.family = name();
+    spec.q_dtype = spec.o_dtype = shape.dtype;
+    spec.kv_dtype = shape.effective_kv_dtype();
+    spec.head_dim_ckv = shape.head_dim_ckv;
+    spec.head_dim_kpe = shape.head_dim_kpe;
+    spec.causal = shape.causal;
+    spec.tile = kTile;
+    // wgmma and setmaxnreg exist only on the arch-specific target.
+    spec.arch = "sm_90a";
+    (void)target;
+    return spec;
+  }
+
+  jit::KernelProgram program(const KernelSpec& spec) const override {
+    jit::KernelProgram program;
+    program.entry_file = "hopper/mla_hopper.cuh";
+    program.name_expression = fmt::format(
+        "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<{}, {}, {}, {}, {}, {}>>",
+        kernel_type(spec.q_dtype), kernel_type(spec.kv_dtype), kernel_type(spec.o_dtype),
+        spec.head_dim_ckv, spec.head_dim_kpe, spec.causal);
+    program.geometry.threads_per_block = kThreadsPerBlock;
+    program.geometry.dynamic_smem_bytes = shared_storage_bytes();
+    program.geometry.cooperative = true;  // phase 0 merges behind a grid barrier
+    return program;
+  }
+
+  // The kernel's HopperTma: tensor maps of the cache as [page][token][column] when every
+  // 64-token tile lies inside one page (the planner starts chunks on multiples of the tile),
+  // else none: the kernel gathers the tiles with cp.async.
+  KernelRunParams run_params(const MlaShape& shape, const KernelSpec& spec,
+                             const MlaRunArgs& args) const override {
+    KernelRunParams params;
+    params.bytes.assign(sizeof(mlajit_kernel::HopperTma), 0);
+    const uint64_t element = dtype_size(spec.kv_dtype);
+    const int32_t enabled = tma_fits(shape, spec, args, element) ? 1 : 0;
+    std::memcpy(params.bytes.data() + offsetof(mlajit_kernel::HopperTma, enabled), &enabled,
+                sizeof(enabled));
+    if (!enabled) return params;
+    // The page count is not known to run(): the map allows any page id (the ids were checked
+    // by the caller, or by plan() with validate_kv_indices).
+    const uint64_t pages = uint64_t{1} << 31;
+    auto map = [&](size_t offset, const void* base, int columns, int64_t stride_page,
+                   int64_t stride_token) {
+      TensorMapRequest request;
+      request.offset = offset;
+      request.global_address = base;
+      request.dtype = spec.kv_dtype;
+      request.dims = {static_cast<uint64_t>(columns), static_cast<uint64_t>(shape.page_size), pages};
+      request.strides = {static_cast<uint64_t>(stride_token) * element,
+                         static_cast<uint64_t>(stride_page) * element};
+      request.box = {64, static_cast<uint32_t>(kTileTokens), 1};
+      return request;
+    };
+    params.tensor_maps = {
+        map(offsetof(mlajit_kernel::HopperTma, ckv), args.ckv, spec.head_dim_ckv,
+            args.ckv_stride_page, args.ckv_stride_token),
+        map(offsetof(mlajit_kernel::HopperTma, kpe), args.kpe, spec.head_dim_kpe,
+            args.kpe_stride_page, args.kpe_stride_token)};
+    return params;
+  }
+
+  // Whether TMA boxes can copy the tiles: whole tiles per page, and the layout rules of a
+  // tensor map (16-byte aligned base and strides, rows no longer than the token stride, pages
+  // no longer than the page stride); the run arguments were validated already, these hold
+  // for every layout but exotic ones, which the gather serves.
+  static bool tma_fits(const MlaShape& shape, const KernelSpec& spec, const MlaRunArgs& args,
+                       uint64_t element) {
+    if (shape.page_size % kTileTokens != 0) return false;
+    auto fits = [&](const void* base, int columns, int64_t stride_page, int64_t stride_token) {
+      const uint64_t token = stride_token * element, page = stride_page * element;
+      return reinterpret_cast<uintptr_t>(base) % 16 == 0 && token % 16 == 0 && page % 16 == 0 &&
+             token >= columns * element && page >= shape.page_size * token;
+    };
+    return fits(args.ckv, spec.head_dim_ckv, args.ckv_stride_page, args.ckv_stride_token) &&
+           fits(args.kpe, spec.head_dim_kpe, args.kpe_stride_page, args.kpe_stride_token);
+  }
+
+ protected:
+  void check_spec(const KernelSpec& spec) const override {
+    const std::string dtypes = dtype_reason(spec.q_dtype, spec.kv_dtype, spec.o_dtype);
+    if (!dtypes.empty()) {
+      throw Error(ErrorCode::kUnsupported, fmt::format("{} (in \"{}\")", dtypes, spec.text()));
+    }
+    if (!(HeadDims{spec.head_dim_ckv, spec.head_dim_kpe} == kHeadDims)) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("the hopper family computes ckv=512 kpe=64 only (in \"{}\")",
+                              spec.text()));
+    }
+    if (spec.tile != kTile) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the hopper kernel has one tile config: stages=2 kv_tile=64 "
+                              "qk_shard=0 q_tile=64 (in \"{}\")",
+                              spec.text()));
+    }
+    if (spec.arch != "sm_90a") {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("the hopper kernel uses wgmma and setmaxnreg: arch must be sm_90a, "
+                              "got {} (in \"{}\")",
+                              spec.arch, spec.text()));
+    }
+  }
+};
+
+}  // namespace
+
+const KernelFamily& family() {
+  static const HopperFamily instance;
+  return instance;
+}
+
+}  // namespace mlajit::family::hopper

@@ -1,0 +1,60 @@
+#include "family/kernel_family.h"
+
+#include <fmt/format.h>
+
+#include "mlajit/error.h"
+
+namespace mlajit::family {
+
+std::string head_dims_text(const HeadDims& dims) { return fmt::format("{}/{}", dims.ckv, dims.kpe); }
+
+std::string KernelFamily::unsupported_reason(const MlaShape& shape, const DeviceTarget&) const {
+  return shape_unsupported_reason(shape);
+}
+
+bool KernelFamily::auto_eligible(const MlaShape&, const DeviceTarget&) const { return true; }
+
+std::vector<KernelSpec> KernelFamily::fleet_specs(const MlaShape& shape,
+                                                  const DeviceTarget& target, bool) const {
+  return {spec_for(shape, target, MlaOptions{})};
+}
+
+std::vector<MlaShape> KernelFamily::fleet_shapes() const {
+  std::vector<MlaShape> shapes;
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    for (const HeadDims& dims : head_dims()) {
+      for (bool causal : {false, true}) {
+        MlaShape shape;
+        shape.dtype = dtype;
+        shape.head_dim_ckv = dims.ckv;
+        shape.head_dim_kpe = dims.kpe;
+        shape.causal = causal;
+        shapes.push_back(shape);
+      }
+    }
+  }
+  return shapes;
+}
+
+int KernelFamily::tier_of(const KernelSpec&) const { return 0; }
+bool KernelFamily::has_tile_tiers() const { return false; }
+
+KernelRunParams KernelFamily::run_params(const MlaShape&, const KernelSpec&,
+                                         const MlaRunArgs&) const {
+  return {};
+}
+
+// FP8 is a KV-cache format: every family computes in, and writes, 16-bit queries and output.
+void KernelFamily::check(const KernelSpec& spec) const {
+  for (const auto& [field, dtype] : {std::pair{"q", spec.q_dtype}, std::pair{"o", spec.o_dtype}}) {
+    if (dtype == DType::kFloat8E4M3) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("kernel spec field '{}' is e4m3: FP8 is a KV-cache format; "
+                              "queries and output are bf16 or f16 (in \"{}\")",
+                              field, spec.text()));
+    }
+  }
+  check_spec(spec);
+}
+
+}  // namespace mlajit::family

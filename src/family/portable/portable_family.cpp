@@ -1,0 +1,156 @@
+#include "family/portable/portable_family.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "family/portable/portable_tiles.h"
+#include "mlajit/error.h"
+
+namespace mlajit::family::portable {
+namespace {
+
+// Two warpgroups of four warps: the kernel's MlaConfig::kThreads, which static_asserts the
+// MLAJIT_EXPECTED_THREADS that codegen writes from this geometry.
+constexpr int kThreadsPerBlock = 256;
+// mma.sync on bf16 and cp.async: Ampere and later.
+constexpr int kMinCcMajor = 8;
+
+const char* kernel_type(DType dtype) {
+  return dtype == DType::kBFloat16 ? "mlajit_kernel::bf16_t" : "mlajit_kernel::f16_t";
+}
+
+std::string dims_list(const std::vector<HeadDims>& dims) {
+  std::vector<std::string> texts;
+  for (const HeadDims& pair : dims) texts.push_back(head_dims_text(pair));
+  return fmt::format("{}", fmt::join(texts, ", "));
+}
+
+class PortableFamily final : public KernelFamily {
+ public:
+  const char* name() const override { return "portable"; }
+  const char* summary() const override {
+    return "FA2-style mma.sync kernel with a cp.async KV pipeline; every arch from sm_80, three "
+           "shared-memory tiers";
+  }
+  std::vector<HeadDims> head_dims() const override { return {{512, 64}, {256, 32}}; }
+
+  std::string shape_unsupported_reason(const MlaShape& shape) const override {
+    const std::vector<HeadDims> dims = head_dims();
+    if (std::find(dims.begin(), dims.end(), HeadDims{shape.head_dim_ckv, shape.head_dim_kpe}) ==
+        dims.end()) {
+      return fmt::format("head dims ckv={} kpe={} are not supported by the portable family: "
+                         "expected (ckv/kpe) {}",
+                         shape.head_dim_ckv, shape.head_dim_kpe, dims_list(dims));
+    }
+    return dtype_reason(shape.dtype, shape.effective_kv_dtype(), shape.dtype);
+  }
+
+  std::string unsupported_reason(const MlaShape& shape, const DeviceTarget& target) const override {
+    std::string reason = shape_unsupported_reason(shape);
+    if (!reason.empty()) return reason;
+    if (target.cc_major < kMinCcMajor) {
+      return fmt::format("the portable family needs compute capability {}.0, device ({}) is {}.{}",
+                         kMinCcMajor, target.arch, target.cc_major, target.cc_minor);
+    }
+    try {
+      select_tile_config(base_spec(shape, target), target);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  KernelSpec spec_for(const MlaShape& shape, const DeviceTarget& target,
+                      const MlaOptions& options) const override {
+    KernelSpec spec = base_spec(shape, target);
+    spec.tile = options.force_tier != 0 ? tile_tier(options.force_tier)
+                                        : select_tile_config(spec, target);
+    return spec;
+  }
+
+  std::vector<KernelSpec> fleet_specs(const MlaShape& shape, const DeviceTarget& target,
+                                      bool every_tile) const override {
+    std::vector<KernelSpec> specs{spec_for(shape, target, MlaOptions{})};
+    if (!every_tile) return specs;
+    for (const TileConfig& tile : tile_candidates()) {
+      KernelSpec spec = specs.front();
+      spec.tile = tile;
+      if (tile != specs.front().tile && tile_fits(spec, tile, target)) specs.push_back(spec);
+    }
+    return specs;
+  }
+
+  int tier_of(const KernelSpec& spec) const override { return portable::tier_of(spec.tile); }
+  bool has_tile_tiers() const override { return true; }
+
+  jit::KernelProgram program(const KernelSpec& spec) const override {
+    jit::KernelProgram program;
+    program.entry_file = "portable/mla_fa2.cuh";
+    // Page ids are always fetched a tile ahead (PAGE_IDS_AHEAD): it is what small pages need,
+    // costs large pages nothing measurable, and a second variant per page size would double
+    // the fleet matrix. The narrow layout stays the kernel's default (tier 1 only, chosen per
+    // tile at run time).
+    program.name_expression = fmt::format(
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}, "
+        "{}, {}, true>>",
+        kernel_type(spec.q_dtype), kernel_type(spec.kv_dtype), kernel_type(spec.o_dtype),
+        spec.head_dim_ckv, spec.head_dim_kpe, spec.causal, spec.tile.num_stages,
+        spec.tile.kv_tile, spec.tile.qk_shard, spec.tile.q_tile);
+    program.geometry.threads_per_block = kThreadsPerBlock;
+    program.geometry.dynamic_smem_bytes = shared_storage_bytes(spec, spec.tile);
+    program.geometry.cooperative = true;  // phase 0 merges behind a grid barrier
+    return program;
+  }
+
+ protected:
+  void check_spec(const KernelSpec& spec) const override {
+    const std::string dtypes = dtype_reason(spec.q_dtype, spec.kv_dtype, spec.o_dtype);
+    if (!dtypes.empty()) {
+      throw Error(ErrorCode::kUnsupported, fmt::format("{} (in \"{}\")", dtypes, spec.text()));
+    }
+    MlaShape shape;
+    shape.head_dim_ckv = spec.head_dim_ckv;
+    shape.head_dim_kpe = spec.head_dim_kpe;
+    shape.dtype = spec.q_dtype;
+    const std::string dims = shape_unsupported_reason(shape);
+    if (!dims.empty()) throw Error(ErrorCode::kUnsupported, dims);
+    shared_storage_bytes(spec, spec.tile);  // names a tile field the kernel cannot take
+  }
+
+ private:
+  // The kernel multiplies Q by KV in one 16-bit type and writes O in it.
+  static std::string dtype_reason(DType q, DType kv, DType o) {
+    if (kv == DType::kFloat8E4M3) {
+      return "the portable family has no FP8 KV path yet (kv dtype e4m3): use a bf16 or f16 "
+             "KV cache";
+    }
+    if (kv != q || o != q) {
+      return fmt::format("the portable family needs one dtype for Q, KV and O; got q={} kv={} "
+                         "o={}",
+                         dtype_name(q), dtype_name(kv), dtype_name(o));
+    }
+    return "";
+  }
+
+  KernelSpec base_spec(const MlaShape& shape, const DeviceTarget& target) const {
+    KernelSpec spec;
+    spec.family = name();
+    spec.q_dtype = spec.o_dtype = shape.dtype;
+    spec.kv_dtype = shape.effective_kv_dtype();
+    spec.head_dim_ckv = shape.head_dim_ckv;
+    spec.head_dim_kpe = shape.head_dim_kpe;
+    spec.causal = shape.causal;
+    spec.arch = target.arch;
+    return spec;
+  }
+};
+
+}  // namespace
+
+const KernelFamily& family() {
+  static const PortableFamily instance;
+  return instance;
+}
+
+}  // namespace mlajit::family::portable

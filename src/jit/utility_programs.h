@@ -1,0 +1,17 @@
+#pragma once
+// Programs that are not MLA kernel families: the JIT demo (kernels/utility/grid_barrier_demo.cuh)
+// and the benchmark's GPU-holding spin kernel. They are compiled and cached like a family's
+// kernel, through a spec whose family field names them, but are never listed or selected:
+// they ignore every spec field but the arch.
+#include <string>
+#include <vector>
+
+#include "jit/kernel_program.h"
+
+namespace mlajit::jit {
+
+// nullptr when `name` is no utility program.
+const KernelProgram* utility_program(const std::string& name) noexcept;
+std::vector<std::string> utility_program_names();
+
+}  // namespace mlajit::jit

@@ -1,0 +1,152 @@
+// The kernel-family registry and its public face (runtime.h): names, the one selection of a
+// family for a shape on a device, and the errors for unknown names and unsupported shapes.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "family/family_registry.h"
+#include "mlajit/error.h"
+#include "mlajit/runtime.h"
+
+using mlajit::DType;
+using mlajit::Error;
+using mlajit::ErrorCode;
+using mlajit::MlaShape;
+using namespace mlajit::family;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+// The message `call` throws, after checking the error code; no throw fails the test.
+template <typename Call>
+std::string refusal(ErrorCode code, const Call& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    CHECK(error.code() == code);
+    return error.what();
+  }
+  FAIL("the call was accepted");
+  return "";
+}
+
+MlaShape fp8_kv_shape() {
+  MlaShape shape;
+  shape.kv_dtype = DType::kFloat8E4M3;
+  return shape;
+}
+
+}  // namespace
+
+TEST_CASE("the registry lists the families in preference order and finds them by name") {
+  REQUIRE_FALSE(kernel_families().empty());
+  REQUIRE(kernel_families().size() == 2);
+  CHECK(kernel_families()[0]->name() == std::string("hopper"));  // preferred where it runs
+  CHECK(kernel_families()[1]->name() == std::string("portable"));
+  CHECK(&find_family("portable") == kernel_families()[1]);
+  CHECK(family_named("spin") == nullptr);  // a utility program, not a family
+  CHECK(family_named("auto") == nullptr);
+  const std::string unknown = refusal(ErrorCode::kInvalidArgument, [] { find_family("hoppr"); });
+  CHECK(contains(unknown, "'hoppr'"));
+  CHECK(contains(unknown, "auto, hopper, portable"));
+  CHECK(all_head_dims() == std::vector<HeadDims>{{512, 64}, {256, 32}});
+}
+
+TEST_CASE("auto selects the first family that runs the shape on the device") {
+  const MlaShape shape;
+  // hopper: 32 heads or more on compute capability 9.0; fewer heads, other archs: portable.
+  CHECK(&select_family(shape, profile_target("sm_90"), kAutoFamily) == &find_family("hopper"));
+  MlaShape narrow = shape;
+  narrow.num_heads = 31;
+  CHECK(&select_family(narrow, profile_target("sm_90"), kAutoFamily) == &find_family("portable"));
+  narrow.num_heads = 32;
+  CHECK(&select_family(narrow, profile_target("sm_90"), kAutoFamily) == &find_family("hopper"));
+  CHECK(&select_family(shape, profile_target("sm_100"), kAutoFamily) ==
+        &find_family("portable"));
+  CHECK(&select_family(shape, profile_target("sm_90"), "hopper") == &find_family("hopper"));
+  CHECK(&select_family(shape, profile_target("sm_80"), "portable") == &find_family("portable"));
+  DeviceTarget turing = profile_target("sm_80");
+  turing.arch = "sm_75";
+  turing.cc_major = 7;
+  turing.cc_minor = 5;
+  const std::string forced =
+      refusal(ErrorCode::kUnsupported, [&] { select_family(shape, turing, "portable"); });
+  CHECK(contains(forced, "kernel family 'portable' cannot run this shape on sm_75"));
+  CHECK(contains(forced, "compute capability 8.0"));
+  const std::string none =
+      refusal(ErrorCode::kUnsupported, [&] { select_family(shape, turing, kAutoFamily); });
+  CHECK(contains(none, "no kernel family runs this shape on sm_75"));
+  CHECK(contains(none, "portable: "));
+  refusal(ErrorCode::kInvalidArgument, [&] { select_family(shape, turing, "hoppr"); });
+}
+
+TEST_CASE("a forced tile tier needs a family with tile tiers") {
+  const MlaShape shape;
+  CHECK(&select_family(shape, profile_target("sm_90"), kAutoFamily, 2) ==
+        &find_family("portable"));
+  CHECK(&select_family(shape, profile_target("sm_90"), "portable", 3) ==
+        &find_family("portable"));
+  const std::string refused =
+      refusal(ErrorCode::kUnsupported, [&] { select_family(shape, profile_target("sm_90"),
+                                                           "hopper", 2); });
+  CHECK(contains(refused, "force_tier=2"));
+  CHECK(contains(refused, "kernel family 'hopper' has one tile config"));
+  CHECK(&select_family(shape, profile_target("sm_90"), "hopper", 0) == &find_family("hopper"));
+}
+
+TEST_CASE("a request is checked against the families before any device is known") {
+  check_request(MlaShape{}, kAutoFamily);
+  check_request(MlaShape{}, "portable");
+  const std::string fp8 =
+      refusal(ErrorCode::kUnsupported, [] { check_request(fp8_kv_shape(), kAutoFamily); });
+  CHECK(contains(fp8, "no kernel family computes this shape"));
+  CHECK(contains(fp8, "portable: the portable family has no FP8 KV path yet"));
+  const std::string forced =
+      refusal(ErrorCode::kUnsupported, [] { check_request(fp8_kv_shape(), "portable"); });
+  CHECK(contains(forced, "no FP8 KV path yet"));
+  MlaShape odd;
+  odd.head_dim_ckv = 384;
+  CHECK(contains(refusal(ErrorCode::kUnsupported, [&] { check_request(odd, kAutoFamily); }),
+                 "ckv=384"));
+  CHECK(contains(refusal(ErrorCode::kInvalidArgument, [] { check_request(MlaShape{}, "mla_fa2"); }),
+                 "auto, hopper, portable"));
+}
+
+TEST_CASE("the public API lists the families and says which one a shape gets") {
+  const auto families = mlajit::kernel_families();
+  REQUIRE(families.size() == kernel_families().size());
+  CHECK(families[0].name == "hopper");
+  CHECK(families[0].head_dims == std::vector<std::string>{"512/64"});
+  CHECK(families[0].archs == std::vector<std::string>{"sm_90"});
+  CHECK(families[1].name == "portable");
+  CHECK(families[1].head_dims == std::vector<std::string>{"512/64", "256/32"});
+  CHECK(families[1].archs.size() == 10);  // every profiled arch
+  CHECK_FALSE(families[1].summary.empty());
+  CHECK(mlajit::kernel_family("portable").name == "portable");
+  refusal(ErrorCode::kInvalidArgument, [] { mlajit::kernel_family("auto"); });
+
+  CHECK(mlajit::tile_for_arch("sm_90a", MlaShape{}).family == "hopper");
+  MlaShape sixteen_heads;
+  sixteen_heads.num_heads = 16;
+  const mlajit::TileChoice choice = mlajit::tile_for_arch("sm_90a", sixteen_heads);
+  CHECK(choice.family == "portable");
+  CHECK(choice.tier == 1);
+  CHECK(choice.shared_bytes == 221696);
+  CHECK(contains(choice.spec_text, "portable;"));
+  CHECK(contains(choice.spec_text, "arch=sm_90a"));
+  mlajit::MlaOptions options;
+  options.kernel = "portable";
+  options.force_tier = 2;
+  CHECK(mlajit::tile_for_arch("sm_90", MlaShape{}, options).tier == 2);
+  options.kernel = "hoppr";
+  CHECK(contains(refusal(ErrorCode::kInvalidArgument,
+                         [&] { mlajit::tile_for_arch("sm_90", MlaShape{}, options); }),
+                 "auto, hopper, portable"));
+  options.kernel = "portable";
+  CHECK(contains(refusal(ErrorCode::kUnsupported,
+                         [&] { mlajit::tile_for_arch("sm_90", fp8_kv_shape(), options); }),
+                 "no FP8 KV path yet"));
+}

@@ -1,0 +1,189 @@
+#include "check/mla_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "check/half.h"
+#include "mlajit/device_memory.h"
+#include "mlajit/error.h"
+#include "mlajit/timing.h"
+
+namespace mlajit {
+namespace {
+
+constexpr int kCkv = 512, kKpe = 64;  // the baseline shapes' head dims (DeepSeek)
+constexpr int kRowElems = kCkv + kKpe;
+constexpr int kElemBytes = 2;         // bf16 / fp16
+
+std::vector<int> kv_lens_of(const MlaBenchShape& shape) {
+  if (!shape.ragged_kv_lens.empty()) return shape.ragged_kv_lens;
+  return std::vector<int>(shape.batch, shape.kv_len);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Filled by uploading one random block and replicating it on the device: generating gigabytes
+// of random numbers on the host would dominate the run.
+void fill_pool(void* pool, size_t pool_bytes) {
+  const size_t block_bytes = std::min<size_t>(64u << 20, pool_bytes);
+  std::vector<uint16_t> block(block_bytes / kElemBytes);
+  std::mt19937 rng(20261129);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (auto& v : block) v = float_to_half(DType::kBFloat16, uniform(rng));
+  copy_to_device(pool, block.data(), block_bytes);
+  auto* bytes = static_cast<char*>(pool);
+  for (size_t offset = block_bytes; offset < pool_bytes; offset += block_bytes) {
+    copy_device_to_device(bytes + offset, pool, std::min(block_bytes, pool_bytes - offset));
+  }
+}
+
+// Up to 8 disjoint page sets of one random permutation of the pool; launch i reads set
+// i % sets, so consecutive launches read disjoint pages whenever two launches fit in the pool.
+std::vector<DeviceAllocation> page_sets(int device, int64_t pages_per_launch, int64_t pool_pages) {
+  std::vector<int32_t> permutation(pool_pages);
+  std::iota(permutation.begin(), permutation.end(), 0);
+  std::shuffle(permutation.begin(), permutation.end(), std::mt19937(7));
+  const int64_t fit = pool_pages / std::max<int64_t>(1, pages_per_launch);
+  const int sets = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(8, fit)));
+  std::vector<DeviceAllocation> index_sets;
+  for (int s = 0; s < sets; ++s) {
+    std::vector<int32_t> indices(std::max<int64_t>(1, pages_per_launch));
+    for (int64_t i = 0; i < pages_per_launch; ++i) {
+      indices[i] = permutation[(s * pages_per_launch + i) % pool_pages];
+    }
+    index_sets.emplace_back(device, indices.size() * sizeof(int32_t));
+    copy_to_device(index_sets.back().data(), indices.data(), indices.size() * sizeof(int32_t));
+  }
+  return index_sets;
+}
+
+// q_nope and q_pe as views of one [token][head][ckv + kpe] buffer, the KV cache as views of
+// the pool, the output dense.
+MlaRunArgs run_args(const MlaBenchShape& shape, int64_t tokens, const void* q, const void* pool,
+                    void* out) {
+  MlaRunArgs args;
+  args.q_nope = q;
+  args.q_nope_stride_head = kRowElems;
+  args.q_nope_stride_token = int64_t{kRowElems} * shape.num_heads;
+  args.q_pe = static_cast<const uint16_t*>(q) + kCkv;
+  args.q_pe_stride_head = args.q_nope_stride_head;
+  args.q_pe_stride_token = args.q_nope_stride_token;
+  args.ckv = pool;
+  args.kpe = static_cast<const uint16_t*>(pool) + kCkv;
+  args.ckv_stride_token = args.kpe_stride_token = kRowElems;
+  args.ckv_stride_page = args.kpe_stride_page = int64_t{kRowElems} * shape.page_size;
+  args.out = out;
+  args.out_stride_head = kCkv;
+  args.out_stride_token = int64_t{kCkv} * shape.num_heads;
+  args.num_tokens = tokens;
+  args.sm_scale = static_cast<float>(1.0 / std::sqrt(192.0));
+  return args;
+}
+
+// GB/s and TFLOP/s as baseline.md counts them.
+void add_rates(const std::vector<int>& kv_lens, int64_t tokens, MlaBenchResult* result) {
+  const MlaBenchShape& shape = result->shape;
+  double kv_tokens = 0, flops = 0;
+  for (int len : kv_lens) {
+    kv_tokens += len;
+    // Causal: query j of q_len sees len - (q_len - 1 - j) tokens; the mean is len - (q_len-1)/2.
+    const double effective = shape.causal ? len - (shape.q_len - 1) / 2.0 : len;
+    flops += 2.0 * shape.q_len * shape.num_heads * effective * (kCkv + kKpe + kCkv);
+  }
+  const double bytes = kv_tokens * kRowElems * kElemBytes +
+                       tokens * shape.num_heads * kRowElems * kElemBytes +
+                       tokens * shape.num_heads * kCkv * kElemBytes;
+  result->gbps = bytes / (result->median_us * 1e-6) / 1e9;
+  result->tflops = flops / (result->median_us * 1e-6) / 1e12;
+}
+
+}  // namespace
+
+MlaBenchShape ragged_bench_shape(int num_heads, int batch, int min_kv, int max_kv, uint32_t seed) {
+  MlaBenchShape shape;
+  shape.num_heads = num_heads;
+  shape.batch = batch;
+  shape.label = fmt::format("ragged U[{},{}]", min_kv, max_kv);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> length(min_kv, max_kv);
+  for (int b = 0; b < batch; ++b) shape.ragged_kv_lens.push_back(length(rng));
+  return shape;
+}
+
+MlaBench::MlaBench(const MlaBenchOptions& options) : options_(options) {
+  const int64_t row_bytes = int64_t{kRowElems} * kElemBytes;
+  pool_tokens_ = static_cast<int64_t>(options.pool_gb * 1e9 / row_bytes) / 64 * 64;
+  pool_ = DeviceAllocation(options.device, pool_tokens_ * row_bytes);
+  fill_pool(pool_.data(), pool_.size());
+}
+
+MlaBenchResult MlaBench::run(const MlaBenchShape& shape) const {
+  const std::vector<int> kv_lens = kv_lens_of(shape);
+  const int batch = static_cast<int>(kv_lens.size());
+  std::vector<int32_t> qo_indptr{0}, kv_indptr{0};
+  for (int len : kv_lens) {
+    qo_indptr.push_back(qo_indptr.back() + shape.q_len);
+    kv_indptr.push_back(kv_indptr.back() + (len + shape.page_size - 1) / shape.page_size);
+  }
+  const int64_t pages_per_launch = kv_indptr.back();
+  const int64_t pool_pages = pool_tokens_ / shape.page_size;
+  if (pages_per_launch > pool_pages) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("bench shape needs {} pages but the pool holds {}", pages_per_launch,
+                            pool_pages));
+  }
+  const std::vector<DeviceAllocation> index_sets =
+      page_sets(options_.device, pages_per_launch, pool_pages);
+
+  MlaShape mla;
+  mla.num_heads = shape.num_heads;
+  mla.page_size = shape.page_size;
+  mla.dtype = shape.dtype;
+  mla.causal = shape.causal;
+  MlaOptions mla_options;
+  mla_options.device = options_.device;
+  mla_options.kernel = options_.kernel;
+  mla_options.force_tier = shape.force_tier;
+  BatchMlaAttention attention(mla, mla_options);
+  // Planned on the legacy stream and waited for: the timed launches run on a stream of
+  // time_launches' own, which does not wait for the legacy stream.
+  attention.plan(MlaBatch{qo_indptr.data(), kv_indptr.data(), kv_lens.data(), batch}, nullptr);
+  device_synchronize(options_.device);
+
+  const int64_t tokens = qo_indptr.back();
+  DeviceAllocation q(options_.device, tokens * shape.num_heads * kRowElems * kElemBytes);
+  DeviceAllocation out(options_.device, tokens * shape.num_heads * kCkv * kElemBytes);
+  copy_device_to_device(q.data(), pool_.data(), q.size());
+  MlaRunArgs args = run_args(shape, tokens, q.data(), pool_.data(), out.data());
+
+  LaunchTimingOptions timing;
+  timing.device = options_.device;
+  timing.warmup = options_.warmup;
+  timing.iterations = options_.iterations;
+  const std::vector<double> times_us = time_launches(
+      [&](void* stream, int index) {
+        args.kv_indices = static_cast<const int32_t*>(index_sets[index % index_sets.size()].data());
+        attention.run(args, stream);
+      },
+      timing);
+
+  MlaBenchResult result;
+  result.shape = shape;
+  result.median_us = median(times_us);
+  result.min_us = *std::min_element(times_us.begin(), times_us.end());
+  result.max_us = *std::max_element(times_us.begin(), times_us.end());
+  add_rates(kv_lens, tokens, &result);
+  result.spec = attention.spec_text();
+  result.plan = attention.plan_info();
+  return result;
+}
+
+}  // namespace mlajit

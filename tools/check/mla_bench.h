@@ -1,0 +1,64 @@
+#pragma once
+// Times BatchMlaAttention the way ../shared/perf/baseline.md timed the reference kernels:
+// CUDA events around each launch, a spin kernel holding the GPU while all timed launches are
+// queued (so host launch cost is excluded; both through time_launches, mlajit/timing.h),
+// median of 30 launches after 5 warm-ups, the KV cache drawn from one ~4.5 GB pool under a
+// random page permutation, consecutive launches reading disjoint page sets (so every launch
+// reads HBM, not L2). The planner is not timed. Written against the public API, not part of
+// libmlajit.so; what the times are compared with (peer timings) is the CLI's business.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "check/device_allocation.h"
+#include "mlajit/attention.h"
+
+namespace mlajit {
+
+struct MlaBenchShape {
+  int num_heads = 128;
+  int batch = 64;
+  int kv_len = 4096;
+  int page_size = 64;
+  int q_len = 1;
+  DType dtype = DType::kBFloat16;
+  bool causal = false;
+  int force_tier = 0;
+  std::vector<int> ragged_kv_lens;  // when set, overrides batch/kv_len
+  std::string label;                // e.g. "ragged U[1,8192]"
+};
+
+// `batch` requests of `num_heads` heads with kv_len drawn uniformly from [min_kv, max_kv] by
+// std::mt19937(seed): baseline.md's ragged batch is (128, 64, 1, 8192, 20260601).
+MlaBenchShape ragged_bench_shape(int num_heads, int batch, int min_kv, int max_kv, uint32_t seed);
+
+struct MlaBenchResult {
+  MlaBenchShape shape;
+  double median_us = 0, min_us = 0, max_us = 0;
+  double gbps = 0, tflops = 0;
+  std::string spec;
+  MlaPlanInfo plan;
+};
+
+struct MlaBenchOptions {
+  std::string kernel = "auto";  // MlaOptions::kernel of every shape
+  int warmup = 5;
+  int iterations = 30;
+  double pool_gb = 4.53;  // KV pool size (must exceed L2 many times over)
+  int device = 0;
+};
+
+// The KV pool lives as long as the object; run() times one shape at a time.
+class MlaBench {
+ public:
+  // Allocates and fills the pool; throws mlajit::Error without a GPU.
+  explicit MlaBench(const MlaBenchOptions& options);
+  MlaBenchResult run(const MlaBenchShape& shape) const;
+
+ private:
+  MlaBenchOptions options_;
+  DeviceAllocation pool_;  // [token][ckv + kpe], bf16 bits
+  int64_t pool_tokens_ = 0;
+};
+
+}  // namespace mlajit
