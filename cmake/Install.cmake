@@ -1,5 +1,6 @@
-# cmake --install: libmlajit.so (+ soname links), the public headers, the CLI, a CMake package
-# (find_package(mlajit) -> mlajit::mlajit) and a pkg-config file (mlajit.pc).
+# cmake --install: libmlajit.so (+ soname links) and its compiler helper beside it, the public
+# headers, the CLI, a CMake package (find_package(mlajit) -> mlajit::mlajit) and a pkg-config
+# file (mlajit.pc).
 if(SKBUILD)  # pip install .: the wheel's layout instead
   include(${CMAKE_CURRENT_LIST_DIR}/WheelInstall.cmake)
   return()
@@ -13,6 +14,8 @@ install(TARGETS mlajit EXPORT mlajitTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Beside the library, where it looks for its helper (src/jit/helper_locator.cpp).
+install(TARGETS mlajit_compiler_helper RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/mlajit
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 if(TARGET mlajit_cli)

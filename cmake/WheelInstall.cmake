@@ -1,7 +1,8 @@
 # Install rules of the Python wheel (pip install .: scikit-build-core sets SKBUILD and installs
-# into the wheel's staging tree). The wheel holds the library inside the Python package, where
-# the binding looks first, and the CLI as a script; the headers, the CMake package and the
-# pkg-config file are for C and C++ consumers, who install with cmake --install instead.
+# into the wheel's staging tree). The wheel holds the library and its compiler helper inside
+# the Python package, where the binding looks first, and the CLI as a script; the headers, the
+# CMake package and the pkg-config file are for C and C++ consumers, who install with
+# cmake --install instead.
 
 # One plain libmlajit.so: a wheel is a zip, which holds no symlinks, so the soname links of a
 # versioned library (libmlajit.so -> .so.0 -> .so.0.2.0) would each become a full copy. The
@@ -10,6 +11,9 @@
 set_property(TARGET mlajit PROPERTY VERSION)
 set_property(TARGET mlajit PROPERTY SOVERSION)
 install(TARGETS mlajit LIBRARY DESTINATION mlajit)
+# The compiler helper beside the library, where the library looks for it (dladdr of itself:
+# src/jit/helper_locator.cpp), whether the binding or the CLI loaded it.
+install(TARGETS mlajit_compiler_helper RUNTIME DESTINATION mlajit)
 
 # The CLI links libmlajit.so: it goes beside it, in the package (mlajit/bin, rpath $ORIGIN/..),
 # which holds for any Python version and install scheme; the `mlajit` command is a console

@@ -8,6 +8,8 @@
 #      checks and bench live in tools/check, linked into the CLI)
 #   4. `ldd` of it shows no fmt/spdlog/CUDA/NVRTC library; the installed CLI loads the
 #      installed library (RPATH), the CLI being a client of the shared library
+#   5. the installed library and the installed CLI find the installed compiler helper
+#      (<libdir>/mlajit-compiler-helper) and compile through it (MLAJIT_COMPILE_MODE=process)
 # Usage: scripts/ci-install-examples.sh [BUILD_DIR]   (default: $BUILD_DIR or build)
 # Exits non-zero, saying which check failed, on the first failure.
 set -euo pipefail
@@ -32,7 +34,7 @@ libdir=$prefix/lib
 lib=$(realpath "$libdir/libmlajit.so")
 for f in "$prefix/include/mlajit/mlajit.h" "$prefix/include/mlajit/version.h" \
          "$libdir/cmake/mlajit/mlajitConfig.cmake" "$libdir/pkgconfig/mlajit.pc" \
-         "$prefix/bin/mlajit"; do
+         "$prefix/bin/mlajit" "$libdir/mlajit-compiler-helper"; do
   [[ -e $f ]] || fail "the install lacks $f"
 done
 "$prefix/bin/mlajit" --version >/dev/null || fail "the installed CLI does not run"
@@ -105,4 +107,41 @@ step "examples/c_decode as plain C99 with pkg-config"
 cc -std=c99 -Wall -Wextra -pedantic -Werror -o "$work/c_decode_cc" "$root/examples/c_decode/main.c" \
   $(pkg-config --cflags --libs mlajit) -lm
 "$work/c_decode_cc" >/dev/null || fail "c_decode (cc) exited $?"
+step "the installed library and CLI compile through the installed compiler helper"
+# Only where NVRTC loads (the helper needs it as the library does); a driver-only host skips.
+cat > "$work/helper_check.c" <<'EOF_C'
+#include <stdio.h>
+#include "mlajit/mlajit.h"
+int main(void) {
+  mlajit_precompile_result result;
+  result.struct_size = sizeof(result);
+  mlajit_status status = mlajit_precompile("spin;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;"
+                                           "stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
+                                           &result);
+  if (status != MLAJIT_OK) {
+    printf("status %d: %s\n", (int)status, mlajit_last_error());
+    return status == MLAJIT_ERROR_NO_COMPILER ? 77 : 1;
+  }
+  printf("compiled %llu bytes\n", (unsigned long long)result.bytes);
+  return 0;
+}
+EOF_C
+cc -std=c99 -o "$work/helper_check" "$work/helper_check.c" $(pkg-config --cflags --libs mlajit)
+set +e
+# SPDLOG_LEVEL=debug: the library names the helper it started; it must be the installed one.
+MLAJIT_COMPILE_MODE=process MLAJIT_CACHE_DIR=$work/helper-cache SPDLOG_LEVEL=mlajit.jit=debug \
+  "$work/helper_check" > "$work/helper_check.txt" 2>&1
+code=$?
+set -e
+cat "$work/helper_check.txt"
+if [[ $code == 77 ]] && grep -q "libnvrtc could not be loaded" "$work/helper_check.txt"; then
+  echo "(no NVRTC on this host: the helper check is skipped)"
+else
+  [[ $code == 0 ]] || fail "the installed library did not compile through a helper (exit $code)"
+  grep -q "started compiler helper $libdir/mlajit-compiler-helper" "$work/helper_check.txt" ||
+    fail "the installed library did not start the installed helper $libdir/mlajit-compiler-helper"
+  MLAJIT_COMPILE_MODE=process "$prefix/bin/mlajit" precompile --arch sm_90 --dtype bf16 \
+    --head-dims 256/32 --causal 0 --out "$work/cli-cache" -q >/dev/null ||
+    fail "the installed CLI did not compile through the installed helper"
+fi
 echo "ci-install-examples: ok"

@@ -21,7 +21,8 @@ else
   compilers=()
 fi
 
-# configure_and_build DIR SANITIZERS: only the test binary and what it starts (workers, CLI).
+# configure_and_build DIR SANITIZERS: only the test binary and what it starts (workers, the
+# compiler helper, the CLI), all with the same sanitizers.
 configure_and_build() {
   local dir=$1 sanitize=$2
   cmake -S . -B "$dir" -G Ninja "${compilers[@]}" \
@@ -55,13 +56,14 @@ run_tsan() {
   local tsan_start=$SECONDS
   echo "== TSan: build ($dir)"
   configure_and_build "$dir" thread
-  echo "== TSan: concurrency, cache and compiler tests (built in $((SECONDS - tsan_start)) s)"
+  echo "== TSan: concurrency, cache, compiler and helper-process tests (built in $((SECONDS - tsan_start)) s)"
   # -# tags every test with its file name: [#test_disk_cache] is the whole cache suite;
-  # ~[.] keeps hidden tests (known-bug and long ones) out.
+  # ~[.] keeps hidden tests (known-bug and long ones) out. The compiler helper is built with
+  # TSan too (it is a dependency of the test binary) and inherits TSAN_OPTIONS.
   (cd "$dir/tests" &&
     MLAJIT_TEST_WORKER_DIR=$PWD \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp \
-    ./mlajit_tests -# "[concurrency]~[.],[#test_disk_cache]~[.],[#test_nvrtc_compiler]~[.]")
+    ./mlajit_tests -# "[concurrency]~[.],[#test_disk_cache]~[.],[#test_nvrtc_compiler]~[.],[#test_compile_isolation]~[.],[#test_helper_protocol]~[.]")
 }
 
 case $what in

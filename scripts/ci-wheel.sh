@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # CI stage: the Python wheel, as a user gets it from a fresh clone.
 #   1. pip wheel . (scikit-build-core runs CMake in a fresh build folder: no reuse of build/)
-#   2. the wheel holds mlajit/libmlajit.so and the mlajit CLI, and nothing from the C/C++ install
+#   2. the wheel holds mlajit/libmlajit.so, its compiler helper and the mlajit CLI, and nothing
+#      from the C/C++ install
 #   3. pip install of that wheel into a fresh virtual environment (no torch, no CUDA wheel)
 #   4. from outside the tree, with MLAJIT_LIBRARY unset: import mlajit; print(mlajit.version()),
 #      and the mlajit command on the venv's PATH
-#   5. python/tests/test_args.py and test_torch_op.py against the installed package
+#   5. a compile from the installed library (through the binding, then the CLI) runs in the
+#      installed helper, site-packages/mlajit/mlajit-compiler-helper (skipped without NVRTC)
+#   6. python/tests/test_args.py and test_torch_op.py against the installed package
 #      (MLAJIT_TEST_INSTALLED=1; without torch, the op tests check that mlajit says why)
 # Usage: scripts/ci-wheel.sh   (WHEEL_KEEP=DIR keeps the wheel in DIR; WHEEL=FILE checks that
 # wheel instead of building one, to try the checks: CI builds). Exits non-zero, saying which
@@ -48,7 +51,7 @@ step "wheel contents"
 import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
 required = ["mlajit/__init__.py", "mlajit/torch_ops.py", "mlajit/libmlajit.so",
-            "mlajit_cli/__init__.py"]
+            "mlajit/mlajit-compiler-helper", "mlajit_cli/__init__.py"]
 missing = [n for n in required if n not in names]
 cli = [n for n in names if n == "mlajit/bin/mlajit"]
 # Only the Python packages, the library, the CLI and the wheel's metadata: no headers, CMake or
@@ -57,8 +60,12 @@ stray = [n for n in names if not n.startswith(("mlajit/", "mlajit_cli/"))
          and ".dist-info/" not in n]
 stray += [n for n in names if n.startswith("mlajit/libmlajit.so.") or "__pycache__" in n]
 print("\n".join(sorted(names)))
-if missing or not cli or stray:
-    sys.exit(f"missing {missing}, CLI script {cli or 'missing'}, unexpected {stray}")
+# Executables must keep their mode bits in the zip: pip restores only what the wheel records.
+not_executable = [n for n in ("mlajit/bin/mlajit", "mlajit/mlajit-compiler-helper") if n in names
+                  and not (zipfile.ZipFile(sys.argv[1]).getinfo(n).external_attr >> 16) & 0o100]
+if missing or not cli or stray or not_executable:
+    sys.exit(f"missing {missing}, CLI script {cli or 'missing'}, unexpected {stray}, "
+             f"not executable {not_executable}")
 EOF
 
 step "fresh virtual environment + pip install of the wheel"
@@ -91,6 +98,46 @@ fi
 ldd "$work"/venv/lib/python*/site-packages/mlajit/libmlajit.so > "$work/ldd.txt"
 if grep -Ei 'not found|fmt|spdlog|libcuda|nvrtc|cudart' "$work/ldd.txt" >&2; then
   fail "the wheel's libmlajit.so needs a library it must load at run time or not at all"
+fi
+
+step "a compile in the installed package runs in the installed compiler helper"
+package=$(dirname "$location")
+helper=$package/mlajit-compiler-helper
+[[ -x $helper ]] || fail "the wheel installed no executable $helper"
+if ldd "$helper" | grep 'not found' >&2; then fail "the installed helper lacks a library"; fi
+# MLAJIT_COMPILE_MODE=process: no helper is an error, not an in-process compile; at debug level
+# the library names the helper it started, which must be the package's own.
+compile_env=(env -u MLAJIT_LIBRARY -u MLAJIT_COMPILER_HELPER MLAJIT_COMPILE_MODE=process
+             MLAJIT_CACHE_DIR="$work/helper-cache" SPDLOG_LEVEL=mlajit.jit=debug)
+set +e
+"${compile_env[@]}" "$venv_python" - > "$work/helper_compile.txt" 2>&1 <<'EOF_PY'
+import sys
+import mlajit
+try:
+    print(mlajit.precompile("spin;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+                            "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"))
+except mlajit.MlajitError as error:
+    print(error)
+    # Without NVRTC every compile mode gives NO_COMPILER naming libnvrtc; a missing helper in
+    # process mode is NO_COMPILER too, but names the helper: that one is a failure.
+    sys.exit(77 if error.code == "NO_COMPILER" and "libnvrtc could not be loaded" in str(error)
+             else 1)
+EOF_PY
+code=$?
+set -e
+cat "$work/helper_compile.txt"
+if [[ $code == 77 ]]; then
+  echo "(no NVRTC on this host: the helper check is skipped)"
+else
+  [[ $code == 0 ]] || fail "the installed package did not compile through its helper (exit $code)"
+  grep -qF "started compiler helper $helper " "$work/helper_compile.txt" ||
+    fail "the installed library did not start the package's helper $helper"
+  "${compile_env[@]}" PATH="$work/venv/bin:$PATH" mlajit precompile --arch sm_90 --dtype bf16 \
+    --head-dims 256/32 --causal 0 --out "$work/cli-cache" -q > "$work/cli_compile.txt" 2>&1 ||
+    { cat "$work/cli_compile.txt"; fail "the installed CLI did not compile through a helper"; }
+  grep -qF "started compiler helper $helper " "$work/cli_compile.txt" ||
+    { cat "$work/cli_compile.txt"; fail "the installed CLI did not start the package's helper"; }
+  echo "the binding and the CLI compiled in $helper"
 fi
 
 step "python/tests/test_args.py, test_torch_op.py against the installed package"

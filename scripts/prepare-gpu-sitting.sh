@@ -3,8 +3,9 @@
 # (default carry/gpu, git-ignored): the installed library and CLI, the GPU tests, the overhead
 # probe, both examples, a cache precompiled for sm_90 (every tier) and scripts/gpu-sitting.sh.
 # Then, with the device tool: run `bash carry/gpu/gpu-sitting.sh` with carry ["carry/gpu"].
-# The installed CLI loads prefix/lib/libmlajit.so (its RPATH); the GPU tests carry the check
-# library (tools/check) and the library's objects statically: nothing else needs copying.
+# The installed CLI loads prefix/lib/libmlajit.so (its RPATH), which compiles in
+# prefix/lib/mlajit-compiler-helper; the GPU tests carry the check library (tools/check) and the
+# library's objects statically, and a copy of the helper beside them: nothing else is needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-carry/gpu}
@@ -20,6 +21,9 @@ for example in cpp_decode c_decode; do
 done
 cp "$build/tests/mlajit_gpu_tests" "$build/tests/run_overhead" "$out/"
 strip "$out/mlajit_gpu_tests" "$out/run_overhead"
+# The test binaries link mlajit statically and look for the compiler helper next to
+# themselves; the installed library and CLI find theirs in prefix/lib.
+cp "$out/prefix/lib/mlajit-compiler-helper" "$out/"
 "$out/prefix/bin/mlajit" precompile --arch sm_90 --all-tiers --out "$out/cache" -q
 cp scripts/gpu-sitting.sh "$out/"
 du -sh "$out"

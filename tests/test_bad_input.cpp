@@ -180,6 +180,10 @@ void add_options_cases(std::vector<BadInput>& cases) {
   options_case("cluster_size = -1", "cluster_size", [](auto& o) { o.cluster_size = -1; });
   options_case("lse_base = 5", "lse_base",
                [](auto& o) { o.lse_base = static_cast<mlajit::LseBase>(5); });
+  options_case("compile_mode = 4", "compile_mode",
+               [](auto& o) { o.compile_mode = static_cast<mlajit::CompileMode>(4); });
+  options_case("compile_mode = -1", "compile_mode",
+               [](auto& o) { o.compile_mode = static_cast<mlajit::CompileMode>(-1); });
   options_case("kernel = \"hoppr\" (no such family)", "'hoppr'",
                [](auto& o) { o.kernel = "hoppr"; });
   options_case("kernel = \"\"", "auto, hopper, portable", [](auto& o) { o.kernel = ""; });

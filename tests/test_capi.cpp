@@ -13,6 +13,7 @@
 #include <string>
 
 #include "temp_dir.h"
+#include "capi/c_conversions.h"
 #include "capi/c_structs.h"
 #include "jit/nvrtc_compiler.h"
 #include "mlajit/kernel_spec.h"
@@ -163,6 +164,62 @@ TEST_CASE("a plan-info struct from the 0.1.0 header is filled without its append
                     Catch::Contains("info->struct_size=" + std::to_string(first_layout - 8) +
                                     " is too small: expected " + std::to_string(sizeof(value)) +
                                     ", or " + std::to_string(first_layout) + " from an older"));
+}
+
+TEST_CASE("options from older headers are read without compile_mode, which is checked") {
+  // The 0.1.1 struct ended at validate_kv_indices, padded to 8 bytes: `kernel` (a pointer)
+  // starts past that padding, so neither it nor compile_mode can be read from those bytes.
+  struct options_0_1_1 {
+    size_t struct_size;
+    int32_t device, force_tier, cluster_size, force_two_launch;
+    mlajit_lse_base lse_base;
+    uint64_t workspace_bytes;
+    int32_t validate_kv_indices;
+  };
+  STATIC_REQUIRE(offsetof(mlajit_options, kernel) == sizeof(options_0_1_1));
+  mlajit_options options;
+  mlajit_options_init(&options);
+  CHECK(options.struct_size == sizeof(mlajit_options));
+  CHECK(options.compile_mode == MLAJIT_COMPILE_DEFAULT);
+  options.compile_mode = MLAJIT_COMPILE_PROCESS;
+  CHECK(mlajit::capi::to_options(&options).compile_mode == mlajit::CompileMode::kProcess);
+  options.compile_mode = MLAJIT_COMPILE_INLINE;
+  CHECK(mlajit::capi::to_options(&options).compile_mode == mlajit::CompileMode::kInline);
+
+  mlajit_options old;
+  std::memset(&old, 0x5a, sizeof(old));  // what an older program leaves beyond its struct
+  old.struct_size = sizeof(options_0_1_1);
+  old.device = 3;
+  old.force_tier = 0;
+  old.cluster_size = 0;
+  old.force_two_launch = 0;
+  old.lse_base = MLAJIT_LSE_BASE2;
+  old.workspace_bytes = 0;
+  old.validate_kv_indices = 1;
+  const mlajit::MlaOptions read = mlajit::capi::to_options(&old);
+  CHECK(read.device == 3);
+  CHECK(read.validate_kv_indices);
+  CHECK(read.compile_mode == mlajit::CompileMode::kDefault);
+  // A program built before compile_mode was appended (kernel was the last field) passes its
+  // kernel and gets the default mode, whatever lies past its struct.
+  old.struct_size = offsetof(mlajit_options, compile_mode);
+  old.kernel = "portable";
+  const mlajit::MlaOptions read_kernel = mlajit::capi::to_options(&old);
+  CHECK(read_kernel.kernel == "portable");
+  CHECK(read_kernel.compile_mode == mlajit::CompileMode::kDefault);
+  old.struct_size = sizeof(options_0_1_1) - 4;
+  CHECK_THROWS_WITH(mlajit::capi::to_options(&old),
+                    Catch::Contains("options->struct_size=" + std::to_string(sizeof(options_0_1_1) - 4) +
+                                    " is too small") &&
+                        Catch::Contains(", or " + std::to_string(sizeof(options_0_1_1)) + " from an older"));
+
+  options.compile_mode = static_cast<mlajit_compile_mode>(9);
+  CHECK_THROWS_WITH(mlajit::capi::to_options(&options),
+                    Catch::Contains("options->compile_mode=9 is not a compile mode"));
+  mlajit_attention_t* attention = nullptr;
+  const mlajit_shape shape = deepseek_shape();
+  CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find("compile_mode=9") != std::string::npos);
 }
 
 TEST_CASE("an invalid shape is reported before the GPU is touched") {

@@ -29,6 +29,7 @@
 #include "jit/kernel_registry.h"
 #include "mlajit/error.h"
 #include "mlajit/kernel_spec.h"
+#include "mlajit/runtime.h"
 #include "tools/json_writer.h"
 
 namespace fs = std::filesystem;
@@ -213,17 +214,18 @@ struct CliRun {
   std::string out, err;
 };
 
-// Runs the CLI with the user cache in `cache_dir` and no shipped layers, budget or no-JIT
-// switch from the calling environment.
-CliRun run_cli(const std::string& args, const std::string& cache_dir) {
+// Runs the CLI with the user cache in `cache_dir` and no shipped layers, budget, no-JIT switch
+// or compile mode from the calling environment; `env` ("NAME=value ...") is added to it.
+CliRun run_cli(const std::string& args, const std::string& cache_dir, const std::string& env = "") {
   static TempDir io("mlajit-cli-test");
   static int counter = 0;
   const std::string out = io.sub("out" + std::to_string(counter)),
                     err = io.sub("err" + std::to_string(counter));
   ++counter;
   const std::string command =
-      "env -u MLAJIT_CACHE_PATH -u MLAJIT_NO_JIT -u MLAJIT_CACHE_MAX_BYTES MLAJIT_CACHE_DIR=" +
-      shell_quote(cache_dir) + " " + shell_quote(cli_path()) + " " + args + " >" +
+      "env -u MLAJIT_CACHE_PATH -u MLAJIT_NO_JIT -u MLAJIT_CACHE_MAX_BYTES -u MLAJIT_COMPILE_MODE "
+      "-u MLAJIT_COMPILER_HELPER MLAJIT_CACHE_DIR=" +
+      shell_quote(cache_dir) + " " + env + " " + shell_quote(cli_path()) + " " + args + " >" +
       shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
   const int status = std::system(command.c_str());
   CliRun run;
@@ -825,6 +827,37 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   CHECK(text.err.find("[1/1] ") == 0);
   CHECK(text.err.find("| cached   portable;") != std::string::npos);
   CHECK(text.out.find("compiled") != std::string::npos);
+}
+
+TEST_CASE("precompile's parallel jobs compile in helper processes beside the library") {
+  REQUIRE_CLI_BUILT();
+  if (!mlajit::compiler_info().available) {
+    WARN("NVRTC is not available, skipping: " << mlajit::compiler_info().unavailable_reason);
+    return;
+  }
+  TempDir cache, out;
+  // process mode: a job that found no helper fails instead of compiling in the CLI; at debug
+  // level the library names each helper it starts. The CLI loads build/libmlajit.so, whose
+  // helper is build/mlajit-compiler-helper.
+  const CliRun run = run_cli("precompile --kernel portable --arch sm_80,sm_90 --dtype bf16 "
+                             "--head-dims 256/32 -j 2 --json --out " + shell_quote(out.path()),
+                             cache.path(),
+                             "MLAJIT_COMPILE_MODE=process SPDLOG_LEVEL=mlajit.jit=debug");
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK(parse_json(run.out)["compiled"].number == 4);
+  const std::string helper =
+      fs::canonical(cli_path()).parent_path().parent_path().string() + "/mlajit-compiler-helper";
+  size_t started = 0;
+  for (size_t at = run.err.find("started compiler helper "); at != std::string::npos;
+       at = run.err.find("started compiler helper ", at + 1)) {
+    ++started;
+    CHECK(run.err.compare(at, 24 + helper.size() + 1, "started compiler helper " + helper + " ") == 0);
+  }
+  // Pooled: at most one helper per job (two jobs that never overlap share one).
+  CHECK(started >= 1);
+  CHECK(started <= 2);
+  CHECK(run.err.find("compiling in this process") == std::string::npos);
 }
 
 namespace {

@@ -5,7 +5,9 @@
 //    (a round past its deadline is killed and fails the test);
 //  - the same shape inside one process, two DiskCache instances on one directory, with
 //    lookups, listings and prunes running alongside (for ThreadSanitizer);
-//  - 16 threads compiling real specs through one KernelRegistry (NVRTC; for ThreadSanitizer).
+//  - the 16 x 8 race again with builds that compile in helper processes (3 rounds);
+//  - 16 threads compiling real specs through one KernelRegistry, in helper processes (NVRTC;
+//    for ThreadSanitizer).
 // Tagged [concurrency] so scripts/ci-sanitizers.sh can run them under TSan.
 // MLAJIT_STRESS_SEED and MLAJIT_STRESS_ROUNDS override the seed and the round count.
 #include <algorithm>
@@ -29,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernel_dir_copy.h"
 #include "temp_dir.h"
 #include "test_payloads.h"
 #include "jit/cache_layout.h"
@@ -152,7 +155,7 @@ void require_entry_on_disk(const std::string& dir, int n) {
 }
 
 // One round: fresh dirs, 16 workers, checks. Returns the round's wall time.
-double stress_round(std::mt19937_64& rng, int round) {
+double stress_round(std::mt19937_64& rng, int round, std::chrono::seconds limit) {
   TempDir tmp("mlajit-stress");
   const std::string user = tmp.sub("cache");
   std::set<int> requested;
@@ -168,11 +171,15 @@ double stress_round(std::mt19937_64& rng, int round) {
     pids.push_back(spawn(args));
   }
   bool timed_out = false;
-  // A round takes well under a second; 30 s means a deadlock (or a machine in trouble).
-  const auto codes = wait_all(pids, start + std::chrono::seconds(30), &timed_out);
+  // A round takes well under a second (a few with real compiles); past `limit` means a
+  // deadlock (or a machine in trouble).
+  const auto codes = wait_all(pids, start + limit, &timed_out);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   INFO("round " << round);
-  if (timed_out) FAIL("round " << round << " did not finish in 30 s: killed its workers (deadlock?)");
+  if (timed_out) {
+    FAIL("round " << round << " did not finish in " << limit.count()
+                  << " s: killed its workers (deadlock?)");
+  }
   for (const auto& [pid, code] : codes) {
     INFO("worker " << pid << " exit code " << code << " (3: wrong entry, 5: exception)");
     REQUIRE(code == 0);
@@ -198,12 +205,36 @@ TEST_CASE("16 processes x 8 threads racing for overlapping cold keys build each 
   const int rounds = static_cast<int>(env_or("MLAJIT_STRESS_ROUNDS", 20));
   double slowest = 0, total = 0;
   for (int round = 0; round < rounds; ++round) {
-    const double seconds = stress_round(rng, round);
+    const double seconds = stress_round(rng, round, std::chrono::seconds(30));
     slowest = std::max(slowest, seconds);
     total += seconds;
   }
   WARN(rounds << " rounds of " << kProcesses << " processes x " << kThreads << " threads in "
               << total << " s (slowest round " << slowest << " s)");
+}
+
+TEST_CASE("16 processes x 8 threads whose builds compile in helper processes build each key "
+          "once",
+          "[concurrency][stress][isolation]") {
+  if (!NvrtcCompiler::instance().available()) {
+    WARN("NVRTC is not available, skipping: " << NvrtcCompiler::instance().unavailable_reason());
+    return;
+  }
+  REQUIRE(::access(worker_path().c_str(), X_OK) == 0);
+  mlajit::test::ScopedEnv compile("MLAJIT_STRESS_COMPILE", "1");
+  std::mt19937_64 rng(stress_seed());
+  const int rounds = static_cast<int>(env_or("MLAJIT_STRESS_COMPILE_ROUNDS", 3));
+  double slowest = 0, total = 0;
+  for (int round = 0; round < rounds; ++round) {
+    // Each round compiles up to 24 kernels and starts a helper or more per process: seconds
+    // on 2 cores, more under the sanitizers.
+    const double seconds = stress_round(rng, round, std::chrono::seconds(180));
+    slowest = std::max(slowest, seconds);
+    total += seconds;
+  }
+  WARN(rounds << " rounds of " << kProcesses << " processes x " << kThreads
+              << " threads with helper compiles in " << total << " s (slowest round " << slowest
+              << " s)");
 }
 
 TEST_CASE("16 threads on two caches of one directory build each key once", "[concurrency]") {
@@ -281,7 +312,10 @@ TEST_CASE("16 threads compiling through one KernelRegistry compile each spec onc
   TempDir tmp("mlajit-stress");
   CacheOptions options;
   options.user_dir = tmp.path();
-  KernelRegistry registry(options);
+  // Every build in a helper process: the single flight and the pool under 16 threads.
+  IsolationOptions isolation;
+  isolation.mode = mlajit::CompileMode::kProcess;
+  KernelRegistry registry(options, isolation);
   std::vector<mlajit::KernelSpec> specs;
   for (const char* family : {"grid_barrier_demo", "spin"}) {
     for (const char* arch : {"sm_80", "sm_90"}) {

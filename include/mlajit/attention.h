@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "mlajit/compile_mode.h"
 #include "mlajit/error.h"
 #include "mlajit/export.h"
 #include "mlajit/kernel_spec.h"
@@ -56,6 +57,9 @@ struct MlaOptions {
                                   // the output dtype + 4 B each: 512 x 2 + 4 B for DeepSeek bf16):
                                   // B=128 decode at L=16384 needs ~16 MiB on an H200
   bool validate_kv_indices = false;  // plan() requires host kv_indices and checks every page id
+  // Where this object's kernel compiles, on a cache miss (compile_mode.h): kDefault follows
+  // MLAJIT_COMPILE_MODE (default: a helper process, so an NVRTC crash is an Error).
+  CompileMode compile_mode = CompileMode::kDefault;
 };
 
 // Device pointers and strides (in elements) for one run. The last dimension of every tensor

@@ -69,6 +69,16 @@ typedef enum mlajit_lse_base {
   MLAJIT_LSE_BASE_MIN_ENUM_ = -0x7fffffff - 1,
   MLAJIT_LSE_BASE_MAX_ENUM_ = 0x7fffffff
 } mlajit_lse_base;
+/* Where a kernel compiles on a cache miss (see mlajit/compile_mode.h): a helper process turns
+ * an NVRTC crash or hang into MLAJIT_ERROR_COMPILE instead of taking the caller down. */
+typedef enum mlajit_compile_mode {
+  MLAJIT_COMPILE_DEFAULT = 0, /* the process-wide MLAJIT_COMPILE_MODE, else AUTO */
+  MLAJIT_COMPILE_AUTO = 1,    /* a helper process; in-process (one warning) where none starts */
+  MLAJIT_COMPILE_PROCESS = 2, /* always a helper process; none starting is NO_COMPILER */
+  MLAJIT_COMPILE_INLINE = 3,  /* in the calling process */
+  MLAJIT_COMPILE_MODE_MIN_ENUM_ = -0x7fffffff - 1,
+  MLAJIT_COMPILE_MODE_MAX_ENUM_ = 0x7fffffff
+} mlajit_compile_mode;
 
 /* ---- version and errors ------------------------------------------------------------- */
 
@@ -108,9 +118,12 @@ typedef struct mlajit_options {
   mlajit_lse_base lse_base;
   uint64_t workspace_bytes;   /* device workspace reserved up front (0: grow on demand) */
   int32_t validate_kv_indices; /* 0/1: plan() checks every host page id against num_pages */
-  /* Appended in 0.2.0; a struct_size without it (an older header) is still accepted. */
+  /* Appended in 0.2.0; a struct_size without them (an older header) is still accepted. */
   const char* kernel; /* kernel family: NULL or "auto" (the best for the shape and device), or a
                          name from mlajit_kernel_family_get(); read during create only */
+  mlajit_compile_mode compile_mode; /* where this object's kernel compiles on a cache miss */
+  int32_t reserved;   /* names the tail padding, never read: a field appended later then starts
+                         past every byte an older program's struct_size covers */
 } mlajit_options;
 
 /* Ragged batch: host arrays, read during mlajit_attention_plan() only. */

@@ -23,6 +23,8 @@ STATUS_NAMES = {
 FLOAT16, BFLOAT16, FLOAT8_E4M3 = 0, 1, 2
 KV_DTYPE_SAME = -1  # Shape.kv_dtype: the shape's dtype
 LSE_BASE2, LSE_NATURAL = 0, 1
+# mlajit_compile_mode, by the names MLAJIT_COMPILE_MODE takes ("default": follow it).
+COMPILE_MODES = {"default": 0, "auto": 1, "process": 2, "inline": 3}
 
 
 class Shape(ctypes.Structure):
@@ -35,7 +37,7 @@ class Options(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("device", c_int32), ("force_tier", c_int32),
                 ("cluster_size", c_int32), ("force_two_launch", c_int32), ("lse_base", ctypes.c_int),
                 ("workspace_bytes", c_uint64), ("validate_kv_indices", c_int32),
-                ("kernel", c_char_p)]
+                ("kernel", c_char_p), ("compile_mode", ctypes.c_int), ("reserved", c_int32)]
 
 
 class Batch(ctypes.Structure):

@@ -171,7 +171,8 @@ class BatchMlaAttention:
     def __init__(self, num_heads=128, head_dim_ckv=512, head_dim_kpe=64, page_size=64,
                  dtype="bfloat16", causal=False, device=None, cluster_size=0, lse_base="2",
                  workspace_bytes=0, force_tier=0, force_two_launch=False,
-                 validate_kv_indices=False, kv_dtype=None, kernel="auto"):
+                 validate_kv_indices=False, kv_dtype=None, kernel="auto",
+                 compile_mode="default"):
         self.shape = ShapeSpec(num_heads, head_dim_ckv, head_dim_kpe, page_size, dtype, causal,
                                kv_dtype)
         if not isinstance(kernel, str):
@@ -185,6 +186,9 @@ class BatchMlaAttention:
         self.device = device  # None: the current context's device, decided by the library
         if str(lse_base) not in ("2", "e"):
             raise ValueError(f"lse_base={lse_base!r}: expected '2' or 'e'")
+        if not isinstance(compile_mode, str) or compile_mode not in _capi.COMPILE_MODES:
+            raise ValueError(f"compile_mode={compile_mode!r}: expected one of "
+                             f"{', '.join(map(repr, _capi.COMPILE_MODES))}")
         options = _capi.new(_capi.Options)
         options.device = -1 if device is None else _int32("device", device)
         options.force_tier = _int32("force_tier", force_tier)
@@ -194,6 +198,7 @@ class BatchMlaAttention:
         options.lse_base = _capi.LSE_NATURAL if str(lse_base) == "e" else _capi.LSE_BASE2
         options.validate_kv_indices = int(validate_kv_indices)
         options.kernel = kernel.encode()  # the library names the known families if unknown
+        options.compile_mode = _capi.COMPILE_MODES[compile_mode]
         self._lib = _capi.library()
         self._handle = ctypes.c_void_p()
         shape_c = self.shape.to_c()

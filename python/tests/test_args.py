@@ -189,6 +189,45 @@ def torch_tensors(tokens=3, pages=5, base=0x7f0000000000):
                 out=FakeTorchTensor((tokens, 16, 512), ptr=base + 0x600000))
 
 
+class CompileModeOption(unittest.TestCase):
+    """compile_mode reaches mlajit_options.compile_mode (appended in 0.2.0) by name."""
+
+    def setUp(self):
+        self.saved = _capi._library
+        _capi._library = self.library = RecordingLibrary()
+        self.seen = []
+        create = self.library.mlajit_attention_create
+
+        def recording_create(shape, options, out):
+            self.seen.append(ctypes.cast(options, ctypes.POINTER(_capi.Options))[0].compile_mode)
+            return create(shape, options, out)
+        self.library.mlajit_attention_create = recording_create
+
+    def tearDown(self):
+        _capi._library = self.saved
+
+    def test_each_mode_name_gives_its_c_value(self):
+        for name, value in (("default", 0), ("auto", 1), ("process", 2), ("inline", 3)):
+            mlajit.BatchMlaAttention(num_heads=16, device=0, compile_mode=name)
+            self.assertEqual(self.seen[-1], value, name)
+        mlajit.BatchMlaAttention(num_heads=16, device=0)
+        self.assertEqual(self.seen[-1], 0)
+
+    def test_an_unknown_mode_is_a_value_error_naming_the_choices(self):
+        for bad in ("fork", 2, None):
+            with self.assertRaises(ValueError) as caught:
+                mlajit.BatchMlaAttention(num_heads=16, device=0, compile_mode=bad)
+            self.assertIn("'process'", str(caught.exception))
+
+    def test_the_struct_keeps_the_older_layout_and_appends(self):
+        # The 0.1.1 struct was 48 bytes; kernel (a pointer) and compile_mode start past every
+        # byte an older program's struct_size covers, and `reserved` names the tail padding.
+        self.assertEqual(_capi.Options.kernel.offset, 48)
+        self.assertEqual(_capi.Options.compile_mode.offset, 56)
+        self.assertEqual(_capi.Options.reserved.offset, 60)
+        self.assertEqual(ctypes.sizeof(_capi.Options), 64)
+
+
 class RepeatedRunsOfTorchTensors(unittest.TestCase):
     """run() skips re-checking tensors whose type, device, dtype, shape and strides passed last
     time; these tests change one of those on a later call and expect the full checks' error."""

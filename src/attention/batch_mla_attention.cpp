@@ -152,7 +152,7 @@ BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& op
   driver::set_current_device(s.device);
   s.device_info = driver::device_info(s.device);
   s.choice = choose_kernel(shape, device_target(s.device_info), options);
-  s.kernel = jit::KernelRegistry::instance().load(s.spec(), s.device);
+  s.kernel = jit::KernelRegistry::instance().load(s.spec(), s.device, options.compile_mode);
   s.choose_launch_path();
   // Partial rows hold the output's type.
   s.workspace = std::make_unique<MlaWorkspace>(s.max_ctas, shape.head_dim_ckv, dtype_size(shape.dtype));

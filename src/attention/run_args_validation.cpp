@@ -87,6 +87,12 @@ void validate_options(const MlaOptions& options) {
   if (options.lse_base != LseBase::kBase2 && options.lse_base != LseBase::kNatural) {
     invalid(fmt::format("lse_base={} is not a known base", static_cast<int>(options.lse_base)));
   }
+  const int mode = static_cast<int>(options.compile_mode);
+  if (mode < static_cast<int>(CompileMode::kDefault) || mode > static_cast<int>(CompileMode::kInline)) {
+    invalid(fmt::format("compile_mode={} is not a compile mode: expected 0 (default), 1 (auto), "
+                        "2 (process) or 3 (inline)",
+                        mode));
+  }
   if (options.kernel != family::kAutoFamily) family::find_family(options.kernel);
 }
 

@@ -67,6 +67,7 @@ mlajit_options default_options() {
   c.workspace_bytes = cpp.workspace_bytes;
   c.validate_kv_indices = cpp.validate_kv_indices ? 1 : 0;
   c.kernel = nullptr;  // cpp.kernel: "auto"
+  c.compile_mode = static_cast<mlajit_compile_mode>(cpp.compile_mode);
   return c;
 }
 
@@ -98,6 +99,7 @@ MlaShape to_shape(const mlajit_shape* shape) {
 
 MlaOptions to_options(const mlajit_options* options) {
   if (options == nullptr) return MlaOptions{};
+  // The 0.1.1 layout ended where kernel starts; a 0.2.0 one without compile_mode is read too.
   const mlajit_options c =
       read_struct(options, default_options(), "options", offsetof(mlajit_options, kernel));
   MlaOptions cpp;
@@ -115,6 +117,17 @@ MlaOptions to_options(const mlajit_options* options) {
   cpp.workspace_bytes = c.workspace_bytes;
   cpp.validate_kv_indices = to_flag(c.validate_kv_indices, "options->validate_kv_indices");
   if (c.kernel != nullptr) cpp.kernel = c.kernel;
+  switch (c.compile_mode) {
+    case MLAJIT_COMPILE_DEFAULT: cpp.compile_mode = CompileMode::kDefault; break;
+    case MLAJIT_COMPILE_AUTO: cpp.compile_mode = CompileMode::kAuto; break;
+    case MLAJIT_COMPILE_PROCESS: cpp.compile_mode = CompileMode::kProcess; break;
+    case MLAJIT_COMPILE_INLINE: cpp.compile_mode = CompileMode::kInline; break;
+    default:
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("options->compile_mode={} is not a compile mode: expected "
+                              "MLAJIT_COMPILE_DEFAULT (0), _AUTO (1), _PROCESS (2) or _INLINE (3)",
+                              static_cast<int>(c.compile_mode)));
+  }
   return cpp;
 }
 

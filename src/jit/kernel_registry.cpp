@@ -10,6 +10,7 @@
 
 #include "common/logging.h"
 #include "jit/codegen.h"
+#include "jit/isolated_compile.h"
 #include "jit/nvrtc_compiler.h"
 #include "mlajit/error.h"
 
@@ -106,14 +107,14 @@ KernelRegistry& KernelRegistry::instance() {
   return registry;
 }
 
-KernelRegistry::KernelRegistry(CacheOptions options)
-    : cache_(std::make_unique<DiskCache>(std::move(options))) {}
+KernelRegistry::KernelRegistry(CacheOptions options, IsolationOptions isolation)
+    : cache_(std::make_unique<DiskCache>(std::move(options))), isolation_(std::move(isolation)) {}
 
 CacheKey KernelRegistry::key_for(const KernelSpec& spec) const {
   return key_for_program(spec, generate_program(spec));
 }
 
-CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
+CompiledKernel KernelRegistry::compile(const KernelSpec& spec, CompileMode mode) {
   const std::string spec_text = spec.text();
   {
     // Hot path: a spec seen before in this process needs no codegen, hashing or disk.
@@ -133,7 +134,7 @@ CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
     compiled.from_cache = false;
     program.request.random_seed = compiled.key.seed();
     log->info("compiling {} for {}", spec.text(), spec.arch);
-    const CompileResult result = NvrtcCompiler::instance().compile(program.request);
+    const CompileResult result = compile_isolated(program.request, mode, isolation_, spec.text());
     log->info("compiled {} in {:.1f} ms ({} bytes)", spec.text(), result.seconds * 1e3,
               result.image.size());
     KernelMetadata metadata;
@@ -160,7 +161,8 @@ CompiledKernel KernelRegistry::compile(const KernelSpec& spec) {
   return compiled;
 }
 
-std::shared_ptr<const LoadedKernel> KernelRegistry::load(const KernelSpec& spec, int device) {
+std::shared_ptr<const LoadedKernel> KernelRegistry::load(const KernelSpec& spec, int device,
+                                                         CompileMode mode) {
   const auto slot = std::make_pair(spec.text(), device);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -172,7 +174,7 @@ std::shared_ptr<const LoadedKernel> KernelRegistry::load(const KernelSpec& spec,
   }
   // Compile outside the lock: the cache makes concurrent callers of one key wait for a
   // single build, and callers of other keys must not wait at all.
-  CompiledKernel compiled = compile(spec);
+  CompiledKernel compiled = compile(spec, mode);
   auto kernel = std::make_shared<LoadedKernel>();
   kernel->metadata = compiled.metadata;
   kernel->library = std::make_shared<driver::Library>(compiled.image);

@@ -11,6 +11,7 @@
 
 #include "driver/cuda_driver.h"
 #include "jit/disk_cache.h"
+#include "jit/isolation_options.h"
 #include "jit/kernel_program.h"
 #include "mlajit/kernel_spec.h"
 
@@ -43,9 +44,11 @@ struct LoadedKernel {
 
 class KernelRegistry {
  public:
-  // The process-wide registry with CacheOptions::from_environment().
+  // The process-wide registry with CacheOptions::from_environment() and
+  // IsolationOptions::from_environment().
   static KernelRegistry& instance();
-  explicit KernelRegistry(CacheOptions options);
+  explicit KernelRegistry(CacheOptions options,
+                          IsolationOptions isolation = IsolationOptions::from_environment());
 
   // The cache key of a spec: hash of (spec text, source hash, NVRTC options, NVRTC version,
   // library ABI version). Needs no GPU and no NVRTC.
@@ -53,19 +56,24 @@ class KernelRegistry {
 
   // Cache lookup, else compile and store. No GPU needed. A spec this registry has compiled
   // before is served from memory without codegen, so edits under MLAJIT_KERNEL_DIR take effect
-  // in the next process.
-  CompiledKernel compile(const KernelSpec& spec);
+  // in the next process. A build runs where `mode` says (kDefault: this registry's
+  // IsolationOptions::mode): the mode is per request, and concurrent requests for one key share
+  // the build of the first, whatever mode the others asked for (the cubin is the same).
+  CompiledKernel compile(const KernelSpec& spec, CompileMode mode = CompileMode::kDefault);
 
   // The kernel loaded on `device` (an ordinal), from memory after the first call.
-  std::shared_ptr<const LoadedKernel> load(const KernelSpec& spec, int device);
+  std::shared_ptr<const LoadedKernel> load(const KernelSpec& spec, int device,
+                                           CompileMode mode = CompileMode::kDefault);
 
   DiskCache& cache() { return *cache_; }
+  const IsolationOptions& isolation() const { return isolation_; }
   // Calls of compile() and load() served by this registry's own memory, before the cache is
   // asked (its memory_hits count only what reaches it).
   uint64_t memory_hits() const { return memory_hits_.load(std::memory_order_relaxed); }
 
  private:
   std::unique_ptr<DiskCache> cache_;
+  IsolationOptions isolation_;
   std::mutex mutex_;
   std::map<std::pair<std::string, int>, std::shared_ptr<const LoadedKernel>> loaded_;
   std::map<std::string, CompiledKernel> compiled_;  // by spec text

@@ -4,10 +4,15 @@
 // (shared by the threads) for "stress key <n>" for each n in its list, in order. The build
 // function sleeps 20 ms (to widen the race windows) and appends "<n> <pid>" to
 // <aux_dir>/builds.log with O_APPEND, so lines from racing processes never interleave.
+// With MLAJIT_STRESS_COMPILE=1 the build function also compiles a small kernel (-DKEY=<n>) in
+// a compiler helper process (CompileMode::kProcess), so the races run with helpers started,
+// reused and reaped by many threads of many processes at once.
 // Exit status: 0 every caller got the right entry, 2 usage, 3 a wrong entry, 5 an exception.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +22,7 @@
 
 #include "../test_payloads.h"
 #include "jit/disk_cache.h"
+#include "jit/isolated_compile.h"
 
 using namespace mlajit::jit;
 
@@ -24,6 +30,20 @@ using mlajit::test::append_line;
 using mlajit::test::stress_payload;
 
 namespace {
+
+// A real compile in a helper process; throws when it fails.
+void compile_in_helper(int n) {
+  CompileRequest request;
+  request.program_name = "stress.cu";
+  request.source = "__global__ void stress(int* out) { out[threadIdx.x] = KEY; }\n";
+  request.arch = "sm_80";
+  request.extra_options = {"-DKEY=" + std::to_string(n)};
+  IsolationOptions options;
+  options.mode = mlajit::CompileMode::kProcess;
+  if (compile_isolated(request, options.mode, options, "stress key " + std::to_string(n)).image.empty()) {
+    throw std::runtime_error("empty cubin for stress key " + std::to_string(n));
+  }
+}
 
 std::vector<int> parse_keys(const std::string& list) {
   std::vector<int> keys;
@@ -49,6 +69,8 @@ int main(int argc, char** argv) {
   options.user_dir = user_dir;
   options.lock_wait = std::chrono::seconds(60);  // longer than the test's deadline: no give-ups
   DiskCache cache(options);
+  const char* compile = std::getenv("MLAJIT_STRESS_COMPILE");
+  const bool compile_builds = compile != nullptr && std::string(compile) == "1";
   std::atomic<int> wrong{0}, failed{0};
   std::vector<std::thread> threads;
   for (int t = 3; t < argc; ++t) {
@@ -57,7 +79,8 @@ int main(int argc, char** argv) {
         for (int n : parse_keys(list)) {
           const CacheKey key = CacheKey::from_text("stress key " + std::to_string(n));
           const CacheEntry entry = cache.get_or_build(key, [&] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (compile_builds) compile_in_helper(n);
+            else std::this_thread::sleep_for(std::chrono::milliseconds(20));
             append_line(log_path, std::to_string(n) + " " + std::to_string(::getpid()));
             return CacheEntry{key.text, stress_payload(key.text), "stress"};
           });
