@@ -684,9 +684,10 @@ TEST_CASE("bench --dry-run lists the default shapes with the newest peer timings
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const JsonValue shapes = parse_json(run.out)["shapes"];
-  // The 26 rows of baseline.md's "Re-measured 2026-12-01" table, then a second ragged batch
-  // and the 8 shapes of the 2026-11-29 tables it did not re-measure (no peer timings).
-  REQUIRE(shapes.items.size() == 35);
+  // The 26 rows of baseline.md's "Re-measured 2026-12-01" table, then a second ragged batch,
+  // the 8 shapes of the 2026-11-29 tables it did not re-measure and the 3 sparse top-k rows
+  // (no peer timings).
+  REQUIRE(shapes.items.size() == 38);
   size_t with_peers = 0;
   for (const auto& shape : shapes.items) with_peers += shape["fa2_us"].kind == JsonValue::kNumber;
   CHECK(with_peers == 26);
@@ -715,9 +716,16 @@ TEST_CASE("bench --dry-run lists the default shapes with the newest peer timings
     REQUIRE(old);
     CHECK((*old)["fa2_us"].kind == JsonValue::kNull);
   }
+  for (int batch : {1, 32, 128}) {
+    const JsonValue* top_k = find_shape(shapes, 128, batch, 2048, 1, 1, "top-k 2048 of 65536");
+    INFO("top-k batch " << batch);
+    REQUIRE(top_k);
+    CHECK((*top_k)["fa2_us"].kind == JsonValue::kNull);
+    CHECK((*top_k)["flashmla_us"].kind == JsonValue::kNull);
+  }
   const CliRun text = run_cli("bench --dry-run", cache.path());
   CHECK(text.exit_code == 0);
-  CHECK(text.out.find("35 shapes") != std::string::npos);
+  CHECK(text.out.find("38 shapes") != std::string::npos);
   CHECK(text.out.find("278.75") != std::string::npos);
 }
 
@@ -739,6 +747,11 @@ TEST_CASE("bench --shape takes baseline.md's notation, and modifiers change whic
   const JsonValue ragged = shapes_of("--shape ragged:128,64,1,8192,20260601");
   CHECK(ragged.items[0]["flashmla_us"].number == Approx(130.93));
   CHECK(shapes_of("--shape ragged:128,64,1,8192,7").items[0]["fa2_us"].kind == JsonValue::kNull);
+  // A top-k selection reads as many tokens as a dense page-1 row but is another problem.
+  const JsonValue top_k = shapes_of("--shape topk:128,64,4096,65536");
+  CHECK(top_k.items[0]["variant"].text == "top-k 4096 of 65536");
+  CHECK(top_k.items[0]["page"].number == 1);
+  CHECK(top_k.items[0]["fa2_us"].kind == JsonValue::kNull);
   // The peers were timed in bf16 on their own tiles: fp16 or a forced tier has no peer figure.
   CHECK(shapes_of("--shape 16,16,4096,64 --dtype f16").items[0]["fa2_us"].kind ==
         JsonValue::kNull);
@@ -746,10 +759,11 @@ TEST_CASE("bench --shape takes baseline.md's notation, and modifiers change whic
   CHECK(shapes_of("--shape 16,16,4096,64").items[0]["fa3_us"].number == Approx(32.80));
   // The modifiers apply to the default shapes too.
   const JsonValue all_fp16 = shapes_of("--dtype f16");
-  CHECK(all_fp16.items.size() == 35);
+  CHECK(all_fp16.items.size() == 38);
   for (const auto& shape : all_fp16.items) CHECK(shape["dtype"].text == "f16");
   for (const std::string bad : {"--shape 128,64,4096,64,2", "--shape ragged:128,64,9,8",
-                                "--shape 129,1,1,1", "--shape 128,64,4096,64,1,2"}) {
+                                "--shape 129,1,1,1", "--shape 128,64,4096,64,1,2",
+                                "--shape topk:128,1,4096,2048", "--shape topk:128,1,2048"}) {
     const CliRun run = run_cli("bench --dry-run " + bad, cache.path());
     INFO(bad << ": " << run.err);
     CHECK(run.exit_code == 2);

@@ -377,6 +377,45 @@ TEST_CASE("the grid barrier demo compiles for every profiled arch") {
   }
 }
 
+namespace {
+
+KernelSpec merge_spec(const std::string& arch) {
+  KernelSpec spec;
+  spec.family = "merge_states";
+  spec.arch = arch;
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("the merge_states program holds its kernel and the two common headers it includes") {
+  const GeneratedProgram program = generate_program(merge_spec("sm_90"));
+  CHECK(program.request.name_expression == "mlajit_kernel::merge_states<128>");
+  CHECK(program.geometry.threads_per_block == 128);
+  CHECK(program.geometry.dynamic_smem_bytes == 0);
+  CHECK_FALSE(program.geometry.cooperative);
+  std::vector<std::string> headers;
+  for (const auto& [name, contents] : program.request.headers) headers.push_back(name);
+  CHECK(headers == std::vector<std::string>{"common/ptx_dtype.cuh", "common/ptx_math.cuh",
+                                            "merge/merge_states.cuh"});
+  // Its key follows its own files only: the attention kernel's files are not in it.
+  CHECK(program.request.headers.count("portable/mla_fa2.cuh") == 0);
+}
+
+TEST_CASE("the merge_states program compiles for every profiled arch") {
+  if (!nvrtc_or_warn()) return;
+  std::vector<KernelSpec> specs;
+  for (const char* arch : kProfiledArchs) specs.push_back(merge_spec(arch));
+  for (const CompileOutcome& outcome : compile_all(specs, 2)) {
+    INFO(outcome.spec << ": " << outcome.error);
+    CHECK(outcome.error.empty());
+    CHECK(outcome.bytes > 0);
+  }
+  const CompileResult result =
+      NvrtcCompiler::instance().compile(generate_program(merge_spec("sm_90")).request);
+  CHECK(result.lowered_name == "_ZN13mlajit_kernel12merge_statesILi128EEEvNS_17MergeStatesParamsE");
+}
+
 TEST_CASE("a demo compile gives the same cubin twice with the same seed") {
   if (!nvrtc_or_warn()) return;
   GeneratedProgram program = generate_program(demo_spec("sm_90a"));

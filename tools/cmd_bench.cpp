@@ -44,7 +44,7 @@ struct BenchRow {
 // The default shapes: every shape of the peer table (baseline.md's newest), then a second
 // ragged batch and the shapes of its 2026-11-29 tables that the newest did not re-measure,
 // kept because docs/PERF.md records them (16 heads at page size 1, fp16, the smaller tile
-// tiers forced); they have no peer timings.
+// tiers forced), then sparse top-k decode; these have no peer timings.
 std::vector<MlaBenchShape> default_bench_shapes() {
   std::vector<MlaBenchShape> shapes;
   for (const PeerRow& row : peer_rows()) shapes.push_back(row.shape);
@@ -65,6 +65,11 @@ std::vector<MlaBenchShape> default_bench_shapes() {
   for (const char* text : {"128,64,4096,64", "16,128,16384,64"}) {
     add(text, bf16, 2);
     add(text, bf16, 3);
+  }
+  // DeepSeek-V3.2's sparse decode (DSA): top-k 2048 of a 64k-token cache; no peer timings.
+  for (const char* text : {"topk:128,1,2048,65536", "topk:128,32,2048,65536",
+                           "topk:128,128,2048,65536"}) {
+    add(text, bf16, 0);
   }
   return shapes;
 }

@@ -25,7 +25,7 @@ constexpr const char* kFlashMla = "FlashMLA µs";
   throw Error(ErrorCode::kInvalidArgument,
               fmt::format("shape '{}' is not H,B,L,page[,q_len,causal] (heads 1..128, batch >= 1, "
                           "kv_len >= 0, page >= 1, q_len >= 1, causal 0 or 1; e.g. 128,64,4096,64) "
-                          "or ragged:H,B,MIN_KV,MAX_KV,SEED",
+                          "or ragged:H,B,MIN_KV,MAX_KV,SEED or topk:H,B,K,CACHE (K <= CACHE)",
                           text));
 }
 
@@ -96,7 +96,7 @@ std::vector<int> kv_lens_of(const MlaBenchShape& shape) {
 bool same_problem(const MlaBenchShape& a, const MlaBenchShape& b) {
   return a.num_heads == b.num_heads && a.page_size == b.page_size && a.q_len == b.q_len &&
          a.causal == b.causal && a.dtype == b.dtype && a.force_tier == b.force_tier &&
-         kv_lens_of(a) == kv_lens_of(b);
+         a.topk_cache_tokens == b.topk_cache_tokens && kv_lens_of(a) == kv_lens_of(b);
 }
 
 }  // namespace
@@ -112,6 +112,16 @@ MlaBenchShape parse_bench_shape(const std::string& text) {
     return ragged_bench_shape(static_cast<int>(v[0]), static_cast<int>(v[1]),
                               static_cast<int>(v[2]), static_cast<int>(v[3]),
                               static_cast<uint32_t>(v[4]));
+  }
+  const std::string top_k = "topk:";
+  if (text.rfind(top_k, 0) == 0) {
+    const auto v = numbers(text.substr(top_k.size()), text);
+    if (v.size() != 4 || v[0] < 1 || v[0] > 128 || v[1] < 1 || v[2] < 1 || v[3] < v[2] ||
+        v[3] > INT32_MAX) {
+      bad_shape(text);
+    }
+    return top_k_bench_shape(static_cast<int>(v[0]), static_cast<int>(v[1]),
+                             static_cast<int>(v[2]), static_cast<int>(v[3]));
   }
   const auto v = numbers(text, text);
   const bool ok = (v.size() == 4 || v.size() == 6) && v[0] >= 1 && v[0] <= 128 && v[1] >= 1 &&

@@ -32,7 +32,8 @@ PeerTimings peer_timings_for(const MlaBenchShape& shape);
 
 // The shape notation of the table (and of baseline.md), which `bench --shape` takes too:
 // "H,B,L,page[,q_len,causal]" or "ragged:H,B,min_kv,max_kv,seed" (page 64, q_len 1, as
-// baseline.md measured its ragged batch). Throws Error(kInvalidArgument) naming the text.
+// baseline.md measured its ragged batch); also, with no peer timings, "topk:H,B,K,CACHE"
+// (sparse decode: each request selects K tokens of its CACHE-token cache, page 1). Throws Error(kInvalidArgument) naming the text.
 MlaBenchShape parse_bench_shape(const std::string& text);
 
 }  // namespace mlajit::cli

@@ -194,6 +194,41 @@ MLAJIT_API mlajit_status mlajit_attention_plan_info(const mlajit_attention_t* at
 MLAJIT_API mlajit_status mlajit_attention_spec_text(const mlajit_attention_t* attention,
                                                     char* buffer, size_t size, size_t* needed);
 
+/* ---- merging partial attention states -------------------------------------------------
+ * Attentions of the same query rows over disjoint KV sets (cascade attention, context-parallel
+ * decode) combined by their log-sum-exps into the attention over the union; see
+ * mlajit/merge_states.h for the formula. A part with lse = -inf is empty: it contributes
+ * nothing and its out is not read; rows whose parts are all empty get out = 0, lse = -inf. */
+
+#define MLAJIT_MAX_MERGE_STATE_PARTS 64
+
+/* One part: an element of the parts array. Its layout is fixed (arrays have no struct_size);
+ * should a part ever need more, a new struct and function will come beside these. */
+typedef struct mlajit_attention_state {
+  const void* out; /* [num_tokens][num_heads][head_dim], 16-byte aligned */
+  int64_t out_stride_token, out_stride_head; /* elements, multiples of 8 */
+  const float* lse; /* [num_tokens][num_heads] float32 dense, as mlajit_attention_run writes */
+} mlajit_attention_state;
+
+typedef struct mlajit_merge_states_args {
+  size_t struct_size;
+  const mlajit_attention_state* parts; /* host array of num_parts */
+  int32_t num_parts;                   /* 1..MLAJIT_MAX_MERGE_STATE_PARTS */
+  void* out;                           /* like a part's out; may be a part's own (same strides) */
+  int64_t out_stride_token, out_stride_head;
+  float* lse;                          /* optional (NULL); may be a part's lse */
+  int64_t num_tokens;                  /* 0: nothing is launched */
+  int32_t num_heads;                   /* >= 1 */
+  int32_t head_dim;                    /* multiple of 8 in 8..65536; default 512 */
+  mlajit_dtype dtype;                  /* MLAJIT_BFLOAT16 (default) or MLAJIT_FLOAT16 */
+  mlajit_lse_base lse_base;            /* of every lse, in and out; default MLAJIT_LSE_BASE2 */
+  int32_t device;                      /* -1 (default): the current context's device, else 0 */
+} mlajit_merge_states_args;
+
+MLAJIT_API void mlajit_merge_states_args_init(mlajit_merge_states_args* args);
+/* One launch on `stream`; CUDA-graph capturable. Every argument is checked first. */
+MLAJIT_API mlajit_status mlajit_merge_states(const mlajit_merge_states_args* args, void* stream);
+
 /* ---- devices and tile configs ---------------------------------------------------------- */
 
 typedef struct mlajit_device_info {

@@ -9,10 +9,12 @@ import warnings
 
 from ._capi import MlajitError
 from .attention import BatchMlaAttention, ShapeSpec, make_run_args
+from .merge import make_merge_args, merge_states, merge_states_n
 from .runtime import (cache_stats, devices, driver_available, kernel_families, precompile,
                       tile_for_arch, tile_for_device, version)
 
-__all__ = ["BatchMlaAttention", "MlajitError", "ShapeSpec", "make_run_args", "cache_stats",
+__all__ = ["BatchMlaAttention", "MlajitError", "ShapeSpec", "make_run_args", "make_merge_args",
+           "merge_states", "merge_states_n", "cache_stats",
            "devices", "driver_available", "kernel_families", "precompile", "tile_for_arch",
            "tile_for_device", "torch_op_available", "version"]
 

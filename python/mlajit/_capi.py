@@ -78,6 +78,23 @@ def _check_run_args_layout():
 _check_run_args_layout()
 
 
+class AttentionState(ctypes.Structure):
+    """mlajit_attention_state: an element of the parts array (no struct_size: fixed layout)."""
+    _fields_ = [("out", c_void_p), ("out_stride_token", c_int64), ("out_stride_head", c_int64),
+                ("lse", c_void_p)]
+
+
+class MergeStatesArgs(ctypes.Structure):
+    _fields_ = [("struct_size", c_size_t), ("parts", ctypes.POINTER(AttentionState)),
+                ("num_parts", c_int32), ("out", c_void_p), ("out_stride_token", c_int64),
+                ("out_stride_head", c_int64), ("lse", c_void_p), ("num_tokens", c_int64),
+                ("num_heads", c_int32), ("head_dim", c_int32), ("dtype", ctypes.c_int),
+                ("lse_base", ctypes.c_int), ("device", c_int32)]
+
+
+MAX_MERGE_STATE_PARTS = 64  # MLAJIT_MAX_MERGE_STATE_PARTS
+
+
 class PlanInfo(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("cluster_size", c_int32), ("grid_ctas", c_int32),
                 ("work_items", c_int32), ("split_tiles_rows", c_int32), ("tier", c_int32),
@@ -156,6 +173,7 @@ _PROTOTYPES = {
     "mlajit_tile_for_arch": (ctypes.c_int, [c_char_p, ctypes.POINTER(Shape), ctypes.POINTER(TileInfo)]),
     "mlajit_cache_stats_get": (ctypes.c_int, [ctypes.POINTER(CacheStats)]),
     "mlajit_precompile": (ctypes.c_int, [c_char_p, ctypes.POINTER(PrecompileResult)]),
+    "mlajit_merge_states": (ctypes.c_int, [ctypes.POINTER(MergeStatesArgs), c_void_p]),
 }
 
 _lock = threading.Lock()

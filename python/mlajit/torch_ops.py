@@ -19,13 +19,17 @@ uses. It runs on torch's current stream, like BatchMlaAttention.run. The fake im
 checks shapes, dtypes and devices against the object the handle names, at trace time, and
 produces nothing; the data pointer checks wait for the real call.
 
+torch.ops.mlajit.merge_states(outs, lses, out, lse, natural_lse) is merge_states_n as an op: it
+writes `out` (and `lse` when given) from the parts' outputs and LSEs, on torch's current stream.
+
 Imported by mlajit's __init__ when torch can be imported; importing it without torch is an
 ImportError."""
-from typing import Optional
+from typing import List, Optional
 
 import torch
 
 from . import _op_handles
+from . import merge as _merge
 from . import _tensors as T
 from .attention import check_run_tensors, _require_sm_scale
 
@@ -70,3 +74,22 @@ def _run_fake(q_nope, q_pe, ckv, kpe, kv_indices, out, lse, sm_scale, handle):
         check_run_tensors(attention.shape, attention.device, *described)
     if isinstance(sm_scale, (int, float)):
         _require_sm_scale(sm_scale)
+
+
+MERGE_OP_NAME = "mlajit::merge_states"
+
+
+@torch.library.custom_op(MERGE_OP_NAME, mutates_args=("out", "lse"))
+def merge_states(outs: List[torch.Tensor], lses: List[torch.Tensor], out: torch.Tensor,
+                 lse: Optional[torch.Tensor], natural_lse: bool) -> None:
+    """mlajit.merge_states_n into `out` (and `lse` when given); LSEs in base e when
+    natural_lse, else base 2."""
+    _merge.merge_into(list(outs), list(lses), out, lse, "e" if natural_lse else "2")
+
+
+@merge_states.register_fake
+def _merge_states_fake(outs, lses, out, lse, natural_lse):
+    _merge.check_merge_tensors(
+        [_describe_fake(f"outs[{i}]", t) for i, t in enumerate(outs)],
+        [_describe_fake(f"lses[{i}]", t) for i, t in enumerate(lses)],
+        _describe_fake("out", out), None if lse is None else _describe_fake("lse", lse))

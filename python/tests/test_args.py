@@ -142,6 +142,88 @@ class RunArgumentChecks(unittest.TestCase):
             _capi._library = saved
 
 
+class MergeArgumentChecks(unittest.TestCase):
+    """mlajit.make_merge_args: the checks merge_states runs before the library is called."""
+
+    def parts(self, n=2, tokens=3):
+        outs = [FakeDeviceArray((tokens, 16, 512), ptr=0x10000 * (i + 1)) for i in range(n)]
+        lses = [FakeDeviceArray((tokens, 16), "<f4", ptr=0x900000 + 0x1000 * i) for i in range(n)]
+        return outs, lses
+
+    def make(self, outs=None, lses=None, out=None, lse="default", lse_base="2"):
+        default_outs, default_lses = self.parts()
+        outs = default_outs if outs is None else outs
+        lses = default_lses if lses is None else lses
+        out = FakeDeviceArray((3, 16, 512), ptr=0x800000) if out is None else out
+        lse = FakeDeviceArray((3, 16), "<f4", ptr=0xa00000) if lse == "default" else lse
+        return mlajit.make_merge_args(outs, lses, out, lse, lse_base)
+
+    def test_good_arguments_fill_every_part(self):
+        args, parts = self.make(lse_base="e")
+        self.assertEqual(args.num_parts, 2)
+        self.assertEqual((args.num_tokens, args.num_heads, args.head_dim), (3, 16, 512))
+        self.assertEqual((args.out_stride_token, args.out_stride_head), (16 * 512, 512))
+        self.assertEqual(args.dtype, _capi.FLOAT16)
+        self.assertEqual(args.lse_base, _capi.LSE_NATURAL)
+        self.assertEqual(args.device, -1)
+        self.assertEqual([p.out for p in parts], [0x10000, 0x20000])
+        self.assertEqual(args.parts[1].lse, 0x901000)
+        args, _ = self.make(lse=None)
+        self.assertIsNone(args.lse)  # not written
+
+    def test_counts_must_match_and_stay_within_64(self):
+        outs, lses = self.parts(3)
+        with self.assertRaisesRegex(ValueError, r"3 outputs and 2 LSEs"):
+            self.make(outs, lses[:2])
+        with self.assertRaisesRegex(ValueError, r"0 parts: expected 1 to 64"):
+            self.make([], [])
+        outs, lses = self.parts(65)
+        with self.assertRaisesRegex(ValueError, r"65 parts"):
+            self.make(outs, lses)
+        with self.assertRaisesRegex(TypeError, r"outs must be a list of tensors"):
+            self.make(outs=FakeDeviceArray((3, 16, 512)))
+
+    def test_parts_must_agree_in_shape_and_dtype(self):
+        outs, lses = self.parts()
+        outs[1] = FakeDeviceArray((3, 8, 512), ptr=0x20000)
+        with self.assertRaisesRegex(ValueError, r"outs\[1\] has shape \(3, 8, 512\): expected \(3, 16, 512\)"):
+            self.make(outs, lses)
+        outs, lses = self.parts()
+        outs[0] = FakeDeviceArray((3, 16, 512), "<f4", ptr=0x10000)
+        with self.assertRaisesRegex(TypeError, r"outs\[0\] has dtype float32: expected bfloat16 or float16"):
+            self.make(outs, lses)
+        with self.assertRaisesRegex(ValueError, r"out has shape \(2, 16, 512\)"):
+            self.make(out=FakeDeviceArray((2, 16, 512), ptr=0x800000))
+        outs = [FakeDeviceArray((3, 16, 20), ptr=0x10000 * (i + 1)) for i in range(2)]
+        with self.assertRaisesRegex(ValueError, r"dim 20: expected a multiple of 8"):
+            self.make(outs, lses)
+
+    def test_lses_must_be_dense_float32(self):
+        outs, lses = self.parts()
+        lses[1] = FakeDeviceArray((3, 16), "<f2", ptr=0x901000)
+        with self.assertRaisesRegex(TypeError, r"lses\[1\] has dtype float16: expected float32"):
+            self.make(outs, lses)
+        outs, lses = self.parts()
+        lses[0] = FakeDeviceArray((3, 16), "<f4", ptr=0x900000, strides=(128, 4))
+        with self.assertRaisesRegex(ValueError, r"lses\[0\] must be dense"):
+            self.make(outs, lses)
+        with self.assertRaisesRegex(ValueError, r"lse has shape \(3, 15\)"):
+            self.make(lse=FakeDeviceArray((3, 15), "<f4", ptr=0xa00000))
+
+    def test_misaligned_rows_and_a_bad_base_are_refused(self):
+        outs, lses = self.parts()
+        outs[1] = FakeDeviceArray((3, 16, 512), ptr=0x20008)
+        with self.assertRaisesRegex(ValueError, r"outs\[1\] starts at 0x20008, not 16-byte aligned"):
+            self.make(outs, lses)
+        with self.assertRaisesRegex(ValueError, r"lse_base='10'"):
+            self.make(lse_base="10")
+
+    def test_out_is_required_without_torch_tensors(self):
+        outs, lses = self.parts()
+        with self.assertRaisesRegex(TypeError, r"out is required"):
+            mlajit.merge_states(outs[0], lses[0], outs[1], lses[1])
+
+
 class HostIntegerChecks(unittest.TestCase):
     """ctypes wraps ints that do not fit the C field: 2**32 + 100 would plan 100 tokens."""
 

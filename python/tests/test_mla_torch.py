@@ -178,5 +178,90 @@ class MlaAgainstTorchReference(unittest.TestCase):
         self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
 
 
+class MergeStatesAgainstTorchReference(unittest.TestCase):
+    """Each request's pages cut in parts, run() on every part, merge_states(_n), compared with
+    the reference over all pages."""
+
+    def setUp(self):
+        reason = skip_reason()
+        if reason:
+            self.skipTest(reason)
+        self.generator = torch.Generator().manual_seed(SEED + 1)
+        random.seed(SEED + 1)
+        print(f"seed {SEED} (set MLAJIT_TEST_SEED to repeat)")
+
+    def parts_of(self, p, num_parts, empty_part=None):
+        """(qo, kv_indptr, kv_len, kv_indices) of each part: consecutive page runs."""
+        page, indices = p["page"], p["kv_indices"].tolist()
+        parts = [([0], [], []) for _ in range(num_parts)]
+        for r, kv_len in enumerate(p["kv_len"]):
+            pages = indices[p["kv_indptr"][r]:p["kv_indptr"][r + 1]]
+            drawn = num_parts - (empty_part is not None)
+            cuts = sorted(random.randint(0, len(pages)) for _ in range(drawn - 1))
+            cuts = [0] + cuts + [len(pages)]
+            if empty_part is not None:
+                cuts.insert(empty_part + 1, cuts[empty_part])
+            for c, (indptr, lens, ids) in enumerate(parts):
+                ids += pages[cuts[c]:cuts[c + 1]]
+                indptr.append(len(ids))
+                lens.append(max(0, min(kv_len, cuts[c + 1] * page) - cuts[c] * page))
+        return parts
+
+    def run_merge(self, num_parts, dtype, lse_base="2", empty_part=None, heads=16):
+        kv_lens = [random.randint(0, 2000) for _ in range(5)] + [0]
+        p = make_problem(kv_lens, [1] * len(kv_lens), heads, 512, 64, 16, dtype, self.generator)
+        attention = mlajit.BatchMlaAttention(num_heads=heads, page_size=16, dtype=dtype,
+                                             lse_base=lse_base)
+        scale = 1 / math.sqrt(192)
+        outs, lses = [], []
+        for indptr, lens, ids in self.parts_of(p, num_parts, empty_part):
+            attention.plan(p["qo_indptr"], indptr, lens)
+            lse = torch.full(p["q_nope"].shape[:2], float("nan"), device="cuda")
+            out = torch.full_like(p["q_nope"], float("nan"))
+            attention.run(p["q_nope"], p["q_pe"], p["ckv"], p["kpe"],
+                          torch.tensor(ids or [0], dtype=torch.int32, device="cuda"), scale,
+                          out=out, lse=lse)
+            torch.cuda.synchronize()
+            outs.append(out)
+            lses.append(lse)
+        if num_parts == 2:
+            out, lse = mlajit.merge_states(outs[0], lses[0], outs[1], lses[1], lse_base=lse_base)
+        else:
+            out, lse = mlajit.merge_states_n(outs, lses, lse_base=lse_base)
+        torch.cuda.synchronize()
+        want_out, want_lse = reference(p, scale, causal=False)
+        if lse_base == "e":
+            want_lse = want_lse * math.log(2)
+        error = ((out.double() - want_out).norm() / want_out.norm()).item()
+        print(f"merge {num_parts} {dtype} lse {lse_base}: ||out-ref||/||ref|| {error:.2e}")
+        self.assertLess(error, 1e-2 if dtype == torch.bfloat16 else 3e-3)
+        finite = torch.isfinite(want_lse)
+        self.assertTrue(torch.equal(torch.isfinite(lse), finite), "lse -inf where the reference has it")
+        self.assertLess((lse.double()[finite] - want_lse[finite]).abs().max().item(), 1e-2)
+
+    def test_two_parts_both_dtypes_and_bases(self):
+        for dtype in (torch.bfloat16, torch.float16):
+            for base in ("2", "e"):
+                self.run_merge(2, dtype, base)
+
+    def test_n_parts_with_an_empty_one(self):
+        self.run_merge(3, torch.bfloat16, "2", empty_part=1)
+        self.run_merge(8, torch.float16, "e")
+
+    def test_the_torch_op_writes_the_same_bits(self):
+        available, why = mlajit.torch_op_available()
+        if not available:
+            self.skipTest(why)
+        outs = [torch.randn(3, 16, 512, device="cuda").bfloat16() for _ in range(3)]
+        lses = [torch.randn(3, 16, device="cuda") for _ in range(3)]
+        lses[1][0, :] = float("-inf")
+        eager, eager_lse = mlajit.merge_states_n(outs, lses)
+        out, lse = torch.empty_like(eager), torch.empty_like(eager_lse)
+        torch.ops.mlajit.merge_states(outs, lses, out, lse, False)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(out, eager))
+        self.assertTrue(torch.equal(lse, eager_lse))
+
+
 if __name__ == "__main__":
     unittest.main()

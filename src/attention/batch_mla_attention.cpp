@@ -15,33 +15,12 @@
 #include "attention/run_args_validation.h"
 #include "common/logging.h"
 #include "driver/cuda_driver.h"
+#include "driver/device_choice.h"
 #include "driver/tensor_map.h"
 #include "jit/kernel_registry.h"
 #include "plan/planner.h"
 
 namespace mlajit {
-namespace {
-
-int resolve_device(int requested) {
-  if (requested >= 0) {
-    if (requested >= driver::device_count()) {
-      throw Error(ErrorCode::kNoDevice,
-                  fmt::format("device={} does not exist: {} CUDA device(s) visible", requested,
-                              driver::device_count()));
-    }
-    return requested;
-  }
-  if (driver::device_count() < 1) {
-    throw Error(ErrorCode::kNoDevice, "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)");
-  }
-  try {
-    return driver::current_device();
-  } catch (const Error&) {
-    return 0;  // no current context: the first device, as the runtime API would pick
-  }
-}
-
-}  // namespace
 
 struct BatchMlaAttention::Impl {
   MlaShape shape;
@@ -148,7 +127,7 @@ BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& op
   Impl& s = *impl_;
   s.shape = shape;
   s.options = options;
-  s.device = resolve_device(options.device);
+  s.device = driver::resolve_device(options.device);
   driver::set_current_device(s.device);
   s.device_info = driver::device_info(s.device);
   s.choice = choose_kernel(shape, device_target(s.device_info), options);

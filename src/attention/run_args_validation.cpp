@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/tensor_checks.h"
 #include "family/family_registry.h"
 
 namespace mlajit {
@@ -11,38 +12,6 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, message);
-}
-
-// cp.async moves 16 bytes at a time, so every row start must be 16-byte aligned.
-void require_aligned(const char* name, const void* pointer) {
-  if (pointer == nullptr) invalid(fmt::format("{} is null: a device pointer is required", name));
-  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
-  if (address % 16 != 0) {
-    invalid(fmt::format("{}={} is not 16-byte aligned (kernels load 16-byte vectors)", name,
-                        pointer));
-  }
-}
-
-// No device holds 2^40 elements, and the bound keeps every extent computed from a stride
-// (at most (page_size - 1) x stride + row, page_size <= 2^20) inside int64.
-constexpr int64_t kMaxStride = int64_t{1} << 40;
-
-// Row starts must stay 16-byte aligned: strides in whole 16-byte units of the operand's type.
-void require_stride(const char* name, int64_t stride, int64_t minimum, DType dtype) {
-  if (stride > kMaxStride) {
-    invalid(fmt::format("{}={} is too large: expected <= 2^40 elements (no device holds a "
-                        "tensor that wide)",
-                        name, stride));
-  }
-  if (stride < minimum) {
-    invalid(fmt::format("{}={} is too small: rows would overlap (expected >= {})", name, stride,
-                        minimum));
-  }
-  const int per_16_bytes = 16 / dtype_size(dtype);
-  if (stride % per_16_bytes != 0) {
-    invalid(fmt::format("{}={} is not a multiple of {} elements (16 bytes of {})", name, stride,
-                        per_16_bytes, dtype_name(dtype)));
-  }
 }
 
 void require_known_dtype(const char* name, DType dtype) {

@@ -9,19 +9,6 @@
 namespace mlajit::capi {
 namespace {
 
-DType to_dtype(mlajit_dtype dtype, const char* name) {
-  switch (dtype) {
-    case MLAJIT_FLOAT16: return DType::kFloat16;
-    case MLAJIT_BFLOAT16: return DType::kBFloat16;
-    case MLAJIT_FLOAT8_E4M3: return DType::kFloat8E4M3;
-    default: break;  // any other int, the range markers included
-  }
-  throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("{}={} is not a dtype: expected MLAJIT_FLOAT16 (0), MLAJIT_BFLOAT16 (1) "
-                          "or MLAJIT_FLOAT8_E4M3 (2)",
-                          name, static_cast<int>(dtype)));
-}
-
 mlajit_dtype to_c_dtype(DType dtype) {
   switch (dtype) {
     case DType::kFloat16: return MLAJIT_FLOAT16;
@@ -40,6 +27,29 @@ bool to_flag(int32_t value, const char* name) {
 }
 
 }  // namespace
+
+DType to_dtype(mlajit_dtype dtype, const char* name) {
+  switch (dtype) {
+    case MLAJIT_FLOAT16: return DType::kFloat16;
+    case MLAJIT_BFLOAT16: return DType::kBFloat16;
+    case MLAJIT_FLOAT8_E4M3: return DType::kFloat8E4M3;
+    default: break;  // any other int, the range markers included
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("{}={} is not a dtype: expected MLAJIT_FLOAT16 (0), MLAJIT_BFLOAT16 (1) "
+                          "or MLAJIT_FLOAT8_E4M3 (2)",
+                          name, static_cast<int>(dtype)));
+}
+
+LseBase to_lse_base(mlajit_lse_base base, const char* name) {
+  if (base != MLAJIT_LSE_BASE2 && base != MLAJIT_LSE_NATURAL) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}={} is not a base: expected MLAJIT_LSE_BASE2 (0) or "
+                            "MLAJIT_LSE_NATURAL (1)",
+                            name, static_cast<int>(base)));
+  }
+  return base == MLAJIT_LSE_NATURAL ? LseBase::kNatural : LseBase::kBase2;
+}
 
 mlajit_shape default_shape() {
   const MlaShape cpp;
@@ -107,13 +117,7 @@ MlaOptions to_options(const mlajit_options* options) {
   cpp.force_tier = c.force_tier;
   cpp.cluster_size = c.cluster_size;
   cpp.force_two_launch = to_flag(c.force_two_launch, "options->force_two_launch");
-  if (c.lse_base != MLAJIT_LSE_BASE2 && c.lse_base != MLAJIT_LSE_NATURAL) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("options->lse_base={} is not a base: expected MLAJIT_LSE_BASE2 (0) "
-                            "or MLAJIT_LSE_NATURAL (1)",
-                            static_cast<int>(c.lse_base)));
-  }
-  cpp.lse_base = c.lse_base == MLAJIT_LSE_NATURAL ? LseBase::kNatural : LseBase::kBase2;
+  cpp.lse_base = to_lse_base(c.lse_base, "options->lse_base");
   cpp.workspace_bytes = c.workspace_bytes;
   cpp.validate_kv_indices = to_flag(c.validate_kv_indices, "options->validate_kv_indices");
   if (c.kernel != nullptr) cpp.kernel = c.kernel;

@@ -11,6 +11,10 @@ mlajit_options default_options();
 mlajit_batch default_batch();
 mlajit_run_args default_run_args();
 
+// Throw Error(kInvalidArgument) naming `name` for a value outside the enum.
+DType to_dtype(mlajit_dtype dtype, const char* name);
+LseBase to_lse_base(mlajit_lse_base base, const char* name);
+
 // Read (struct_size checked, missing fields defaulted) and convert; throw Error on bad input.
 MlaShape to_shape(const mlajit_shape* shape);
 MlaOptions to_options(const mlajit_options* options);  // NULL: defaults

@@ -25,6 +25,17 @@ KernelProgram spin() {
   return program;
 }
 
+// Combines partial attention states (merge_states.h); one warp per row, so the block size
+// only sets rows per block: 4 keeps a small merge (one token of 16 heads) on 4 SMs.
+KernelProgram merge_states() {
+  constexpr int kThreads = 128;
+  KernelProgram program;
+  program.entry_file = "merge/merge_states.cuh";
+  program.name_expression = fmt::format("mlajit_kernel::merge_states<{}>", kThreads);
+  program.geometry.threads_per_block = kThreads;
+  return program;
+}
+
 // The driver layer's sm_90 probes (tests/gpu/test_driver_launch_gpu.cpp): one kernel each.
 KernelProgram probe(const char* entry_file, const char* kernel, int threads) {
   KernelProgram program;
@@ -38,6 +49,7 @@ const std::map<std::string, KernelProgram>& programs() {
   static const std::map<std::string, KernelProgram> table{
       {"grid_barrier_demo", grid_barrier_demo()},
       {"spin", spin()},
+      {"merge_states", merge_states()},
       {"tma_probe", probe("utility/tma_probe.cuh", "mlajit_kernel::tma_probe", 128)},
       {"cluster_probe", probe("utility/launch_probe.cuh", "mlajit_kernel::cluster_probe", 32)},
       {"pdl_probe", probe("utility/launch_probe.cuh", "mlajit_kernel::pdl_probe", 32)},

@@ -1,6 +1,7 @@
 #pragma once
-// Programs that are not MLA kernel families: the JIT demo (kernels/utility/grid_barrier_demo.cuh)
-// and the benchmark's GPU-holding spin kernel. They are compiled and cached like a family's
+// Programs that are not MLA kernel families: the JIT demo (kernels/utility/grid_barrier_demo.cuh),
+// the benchmark's GPU-holding spin kernel, the merge of partial attention states
+// (kernels/merge/merge_states.cuh) and the driver layer's probes. They are compiled and cached like a family's
 // kernel, through a spec whose family field names them, but are never listed or selected:
 // they ignore every spec field but the arch.
 #include <string>

@@ -65,6 +65,33 @@ std::vector<DeviceAllocation> page_sets(int device, int64_t pages_per_launch, in
   return index_sets;
 }
 
+// Up to 8 selections for a top-k shape: request b selects kv_len distinct tokens of its cache,
+// the window [b x cache, (b + 1) x cache) of the pool (wrapping around it), in random order.
+std::vector<DeviceAllocation> top_k_sets(int device, const MlaBenchShape& shape,
+                                         const std::vector<int>& kv_lens, int64_t pool_tokens) {
+  const int64_t cache = shape.topk_cache_tokens;
+  const int64_t windows = pool_tokens / cache;
+  std::mt19937 rng(11);
+  std::vector<int32_t> offsets(cache);
+  std::vector<DeviceAllocation> index_sets;
+  for (int s = 0; s < 8; ++s) {
+    std::vector<int32_t> indices;
+    for (size_t b = 0; b < kv_lens.size(); ++b) {
+      const int64_t start = static_cast<int64_t>(b % windows) * cache;
+      std::iota(offsets.begin(), offsets.end(), 0);
+      for (int i = 0; i < kv_lens[b]; ++i) {  // partial Fisher-Yates: distinct, unsorted
+        std::uniform_int_distribution<int64_t> pick(i, cache - 1);
+        std::swap(offsets[i], offsets[pick(rng)]);
+        indices.push_back(static_cast<int32_t>(start + offsets[i]));
+      }
+    }
+    if (indices.empty()) indices.push_back(0);
+    index_sets.emplace_back(device, indices.size() * sizeof(int32_t));
+    copy_to_device(index_sets.back().data(), indices.data(), indices.size() * sizeof(int32_t));
+  }
+  return index_sets;
+}
+
 // q_nope and q_pe as views of one [token][head][ckv + kpe] buffer, the KV cache as views of
 // the pool, the output dense.
 MlaRunArgs run_args(const MlaBenchShape& shape, int64_t tokens, const void* q, const void* pool,
@@ -107,6 +134,17 @@ void add_rates(const std::vector<int>& kv_lens, int64_t tokens, MlaBenchResult* 
 
 }  // namespace
 
+MlaBenchShape top_k_bench_shape(int num_heads, int batch, int top_k, int cache_tokens) {
+  MlaBenchShape shape;
+  shape.num_heads = num_heads;
+  shape.batch = batch;
+  shape.kv_len = top_k;
+  shape.page_size = 1;
+  shape.topk_cache_tokens = cache_tokens;
+  shape.label = fmt::format("top-k {} of {}", top_k, cache_tokens);
+  return shape;
+}
+
 MlaBenchShape ragged_bench_shape(int num_heads, int batch, int min_kv, int max_kv, uint32_t seed) {
   MlaBenchShape shape;
   shape.num_heads = num_heads;
@@ -140,8 +178,20 @@ MlaBenchResult MlaBench::run(const MlaBenchShape& shape) const {
                 fmt::format("bench shape needs {} pages but the pool holds {}", pages_per_launch,
                             pool_pages));
   }
+  if (shape.topk_cache_tokens > 0 &&
+      (shape.page_size != 1 || shape.topk_cache_tokens > pool_tokens_ ||
+       *std::max_element(kv_lens.begin(), kv_lens.end()) > shape.topk_cache_tokens)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("top-k bench shape: page size {} (expected 1), top-k up to {} of a "
+                            "{}-token cache in a pool of {} tokens (expected top-k <= cache <= "
+                            "pool)",
+                            shape.page_size, *std::max_element(kv_lens.begin(), kv_lens.end()),
+                            shape.topk_cache_tokens, pool_tokens_));
+  }
   const std::vector<DeviceAllocation> index_sets =
-      page_sets(options_.device, pages_per_launch, pool_pages);
+      shape.topk_cache_tokens > 0
+          ? top_k_sets(options_.device, shape, kv_lens, pool_tokens_)
+          : page_sets(options_.device, pages_per_launch, pool_pages);
 
   MlaShape mla;
   mla.num_heads = shape.num_heads;

@@ -25,8 +25,15 @@ struct MlaBenchShape {
   bool causal = false;
   int force_tier = 0;
   std::vector<int> ragged_kv_lens;  // when set, overrides batch/kv_len
+  // > 0: sparse (top-k) decode, page size 1: each request selects kv_len distinct token ids, in
+  // random order, from its own cache of this many tokens (a window of the pool); every launch
+  // selects anew. 0: dense, the pages of each request drawn from the whole pool.
+  int topk_cache_tokens = 0;
   std::string label;                // e.g. "ragged U[1,8192]"
 };
+
+// DSA's sparse decode: `batch` requests each selecting `top_k` of its `cache_tokens` (page 1).
+MlaBenchShape top_k_bench_shape(int num_heads, int batch, int top_k, int cache_tokens);
 
 // `batch` requests of `num_heads` heads with kv_len drawn uniformly from [min_kv, max_kv] by
 // std::mt19937(seed): baseline.md's ragged batch is (128, 64, 1, 8192, 20260601).

@@ -6,7 +6,10 @@
 #include <numeric>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "check/half.h"
+#include "mlajit/error.h"
 #include "mlajit/device_memory.h"
 
 namespace mlajit {
@@ -38,6 +41,18 @@ std::vector<uint16_t> concatenate_kv(const std::vector<uint16_t>& ckv,
   return joined;
 }
 
+// `count` distinct ids of [0, pool) in random order: a partial Fisher-Yates shuffle.
+std::vector<int32_t> draw_distinct(int64_t pool, int64_t count, std::mt19937_64& rng) {
+  std::vector<int32_t> ids(pool);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    std::uniform_int_distribution<int64_t> pick(i, pool - 1);
+    std::swap(ids[i], ids[pick(rng)]);
+  }
+  ids.resize(count);
+  return ids;
+}
+
 void fill_batch(const MlaCheckCase& check, std::mt19937_64& rng, MlaReferenceProblem* host,
                 int64_t* num_pages) {
   const int page_size = check.shape.page_size;
@@ -50,6 +65,20 @@ void fill_batch(const MlaCheckCase& check, std::mt19937_64& rng, MlaReferencePro
     host->kv_indptr.push_back(host->kv_indptr.back() + pages);
     host->kv_len.push_back(check.kv_lens[b]);
     used_pages += pages;
+  }
+  if (check.pool_pages > 0) {
+    *num_pages = check.pool_pages;
+    for (size_t b = 0; b < check.kv_lens.size(); ++b) {
+      const int64_t pages = host->kv_indptr[b + 1] - host->kv_indptr[b];
+      if (pages > check.pool_pages) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: request {} needs {} pages but pool_pages={}", check.name, b,
+                                pages, check.pool_pages));
+      }
+      const std::vector<int32_t> ids = draw_distinct(check.pool_pages, pages, rng);
+      host->kv_indices.insert(host->kv_indices.end(), ids.begin(), ids.end());
+    }
+    return;
   }
   *num_pages = used_pages + check.extra_pages;
   std::vector<int32_t> pool(*num_pages);

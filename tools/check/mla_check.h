@@ -24,6 +24,11 @@ struct MlaCheckCase {
   bool with_lse = true;
   uint64_t seed = 1;
   int extra_pages = 3;       // unused pages in the pool, so page ids are not just 0..n-1
+  // > 0: a pool of this many pages from which every request draws its own pages, distinct and
+  // in random order, independently of the others (with page_size 1: a top-k selection of
+  // token ids over one cache, as sparse attention gives it); extra_pages is then unused.
+  // 0: the requests share out used + extra_pages pages without overlap.
+  int64_t pool_pages = 0;
 
   int device() const { return options.device >= 0 ? options.device : 0; }
 };
