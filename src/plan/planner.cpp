@@ -246,9 +246,15 @@ int64_t shortest_chunk(const Geometry& g) {
   return round_up(std::max<int64_t>(g.kv_tile, kMinChunkTokens), g.kv_tile);
 }
 
-// Modelled merge work, added up tile by tile: every valid row of a split tile reads one
-// partial row per chunk (a partial row of 512 values costs about what one KV token of 576
-// values does), spread over all CTAs of the grid.
+// Modelled merge work, added up tile by tile: every valid row of a split tile writes one
+// partial row per chunk, which the merge reads back, spread over all CTAs of the grid.
+// A partial row weighs kMergeRowTokens KV tokens. By bytes it would be about two (written and
+// read, 1 KiB each, against a KV token's 1,152 B); measured, more: on the H200 (2026-12-01, A/B
+// of the same build, hopper family) weight 1 planned the baseline's ragged batch with 14,080
+// partial rows at 166.4 us where weight 4 plans 8,576 at 155.2-156.2, and 128 heads x 64 x 4
+// causal queries at L=4096 split (560 us) where weight 4 keeps whole tiles (530-547); the price
+// is B=64 L=16384 at 128 heads, which weight 4 leaves unsplit at 527-529 us against 517.
+constexpr int64_t kMergeRowTokens = 4;
 struct MergeWork {
   int64_t units = 0, largest_piece = 0;
   bool any = false;
@@ -264,11 +270,13 @@ struct MergeWork {
   // the H200, one 128-head request: at full weight this term picked the faster chunking at
   // L=4096 (28.7 vs 32.2 us) but the slower one at L=16384 (49.6 vs 45.0); at half weight it
   // picks, at L=1024, 4096 and 16384, the chunking that measured faster (128 and 256 tokens).
-  // A plan with any merge also pays the merge phase itself (the grid barrier, the partial
-  // writes' latency), about one item's fixed cost: a split must win more than that.
+  // The spread-out part weighs four tokens a row (kMergeRowTokens). A plan with any merge
+  // also pays the merge phase itself (the grid barrier, the partial writes' latency), about one
+  // item's fixed cost: a split must win more than that.
   int64_t cost(const Geometry& g) const {
     if (!any) return 0;
-    return std::max(ceil_div(units, int64_t{g.cluster_size} * g.grid_y), largest_piece / 2) +
+    return std::max(ceil_div(kMergeRowTokens * units, int64_t{g.cluster_size} * g.grid_y),
+                    largest_piece / 2) +
            kItemOverheadTokens;
   }
 };
