@@ -149,7 +149,7 @@ MlaBenchShape ragged_bench_shape(int num_heads, int batch, int min_kv, int max_k
   MlaBenchShape shape;
   shape.num_heads = num_heads;
   shape.batch = batch;
-  shape.label = fmt::format("ragged U[{},{}]", min_kv, max_kv);
+  shape.label = fmt::format("ragged U[{},{}] seed {}", min_kv, max_kv, seed);
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> length(min_kv, max_kv);
   for (int b = 0; b < batch; ++b) shape.ragged_kv_lens.push_back(length(rng));

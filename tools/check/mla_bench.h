@@ -29,7 +29,7 @@ struct MlaBenchShape {
   // random order, from its own cache of this many tokens (a window of the pool); every launch
   // selects anew. 0: dense, the pages of each request drawn from the whole pool.
   int topk_cache_tokens = 0;
-  std::string label;                // e.g. "ragged U[1,8192]"
+  std::string label;                // e.g. "ragged U[1,8192] seed 20260601"
 };
 
 // DSA's sparse decode: `batch` requests each selecting `top_k` of its `cache_tokens` (page 1).
