@@ -32,8 +32,8 @@ struct MlaShape {
   int head_dim_kpe = 64;      // rope part: 64 with 512, 32 with 256
   int page_size = 64;         // KV tokens per page, >= 1
   DType dtype = DType::kBFloat16;  // of the queries and the output: bf16 or f16
-  std::optional<DType> kv_dtype;   // of the KV cache; unset: the same as dtype. e4m3 is a value
-                                   // the kernel families may refuse (none has an FP8 path yet)
+  std::optional<DType> kv_dtype;   // of the KV cache; unset: the same as dtype. e4m3 (FP8, with
+                                   // per-tensor scales in MlaRunArgs): the portable family
   bool causal = false;        // bottom-right aligned: query i of a request sees t <= kv_len - q_len + i
 
   DType effective_kv_dtype() const { return kv_dtype.value_or(dtype); }
@@ -66,7 +66,7 @@ struct MlaOptions {
 // must be contiguous; pointers 16-byte aligned and strides multiples of 16 bytes (8 elements
 // of a 16-bit dtype), so that one concatenated [page][token][ckv+kpe] cache works
 // (kpe = ckv + head_dim_ckv). q_nope, q_pe and out are of the shape's dtype, ckv and kpe of
-// its KV dtype.
+// its KV dtype (so an e4m3 cache's strides are multiples of 16 elements).
 struct MlaRunArgs {
   const void* q_nope = nullptr;  // [num_tokens][num_heads][head_dim_ckv]
   int64_t q_nope_stride_token = 0, q_nope_stride_head = 0;
@@ -82,6 +82,15 @@ struct MlaRunArgs {
   float* lse = nullptr;          // optional, [num_tokens][num_heads] dense
   int64_t num_tokens = 0;        // rows of q/out: must equal qo_indptr[batch] of the plan
   float sm_scale = 0;            // e.g. 1/sqrt(192) for DeepSeek (before absorption dims)
+  // Dequantization of an e4m3 KV cache: the kernel reads ckv[t] * scale and kpe[t] * scale
+  // (per-tensor scales, as vLLM's and SGLang's k_scale). Each is given either as a float
+  // (finite and > 0) or as a device pointer to one fp32 value, read by the kernel at run time
+  // so that a captured CUDA graph follows later updates; a pointer needs the float left at 1.
+  // A 16-bit KV cache takes neither (floats 1, pointers null).
+  float kv_scale_ckv = 1.0f;
+  float kv_scale_kpe = 1.0f;
+  const float* kv_scale_ckv_device = nullptr;  // 4-byte aligned
+  const float* kv_scale_kpe_device = nullptr;
 };
 
 // Ragged batch description, all host arrays (read during plan() only).
