@@ -152,9 +152,12 @@ void add_family_cases(std::vector<BadInput>& cases) {
     s.head_dim_ckv = 0;
     s.head_dim_kpe = 0;
   });
-  family_case("kv_dtype = e4m3 (FP8 KV cache)", "no FP8 KV path yet", unsupported,
-              [](auto& s, auto&) { s.kv_dtype = mlajit::DType::kFloat8E4M3; });
-  family_case("kv_dtype = f16 with dtype = bf16", "one dtype for Q, KV and O", unsupported,
+  family_case("kernel = \"hopper\", kv_dtype = e4m3 (FP8 KV cache)", "no FP8 KV path yet",
+              unsupported, [](auto& s, auto& o) {
+                s.kv_dtype = mlajit::DType::kFloat8E4M3;
+                o.kernel = "hopper";
+              });
+  family_case("kv_dtype = f16 with dtype = bf16", "KV of that dtype or e4m3", unsupported,
               [](auto& s, auto&) { s.kv_dtype = mlajit::DType::kFloat16; });
   family_case("kernel = \"portable\", head dims (576, 64)", "portable family", unsupported,
               [](auto& s, auto& o) {
@@ -228,6 +231,50 @@ void add_pointer_cases(std::vector<BadInput>& cases) {
             [](auto& a) { a.sm_scale = std::numeric_limits<float>::infinity(); });
 }
 
+// FP8 KV scales: an e4m3 cache's per-tensor scales, and none on a 16-bit cache.
+void add_kv_scale_cases(std::vector<BadInput>& cases) {
+  static const float device_scale = 1.0f;  // any 4-aligned address: run() never reads it
+  auto scale_case = [&](std::string what, std::string names, mlajit::DType kv, mlajit::DType q,
+                        std::function<void(mlajit::MlaRunArgs&)> edit) {
+    cases.push_back({"validate_run_args (run)", std::move(what), std::move(names),
+                     ErrorCode::kInvalidArgument, [edit, kv, q] {
+                       mlajit::MlaShape shape = good_shape();
+                       shape.dtype = q;
+                       shape.kv_dtype = kv;
+                       mlajit::MlaRunArgs a = good_args(shape);
+                       edit(a);
+                       mlajit::validate_run_args(shape, a, kPlannedTokens);
+                     }});
+  };
+  const auto e4m3 = mlajit::DType::kFloat8E4M3, bf16 = mlajit::DType::kBFloat16;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  scale_case("e4m3 KV: kv_scale_ckv = 0", "kv_scale_ckv=0", e4m3, bf16,
+             [](auto& a) { a.kv_scale_ckv = 0.0f; });
+  scale_case("e4m3 KV: kv_scale_kpe = -1", "kv_scale_kpe=-1", e4m3, bf16,
+             [](auto& a) { a.kv_scale_kpe = -1.0f; });
+  scale_case("e4m3 KV: kv_scale_ckv = NaN", "kv_scale_ckv=nan", e4m3, bf16,
+             [nan](auto& a) { a.kv_scale_ckv = nan; });
+  scale_case("e4m3 KV: kv_scale_kpe = inf", "kv_scale_kpe=inf", e4m3, bf16,
+             [inf](auto& a) { a.kv_scale_kpe = inf; });
+  scale_case("e4m3 KV under f16: kv_scale_ckv = 1000 (448 x 1000 overflows f16)", "overflow f16",
+             e4m3, mlajit::DType::kFloat16, [](auto& a) { a.kv_scale_ckv = 1000.0f; });
+  scale_case("e4m3 KV: a float and a device pointer for one scale", "kv_scale_ckv_device", e4m3,
+             bf16, [](auto& a) {
+               a.kv_scale_ckv = 0.5f;
+               a.kv_scale_ckv_device = &device_scale;
+             });
+  scale_case("e4m3 KV: kv_scale_kpe_device misaligned", "not 4-byte aligned", e4m3, bf16,
+             [](auto& a) {
+               a.kv_scale_kpe_device = reinterpret_cast<const float*>(
+                   reinterpret_cast<const char*>(&device_scale) + 1);
+             });
+  scale_case("bf16 KV: kv_scale_ckv = 0.5", "e4m3 cache only", bf16, bf16,
+             [](auto& a) { a.kv_scale_ckv = 0.5f; });
+  scale_case("bf16 KV: kv_scale_kpe_device set", "e4m3 cache only", bf16, bf16,
+             [](auto& a) { a.kv_scale_kpe_device = &device_scale; });
+}
+
 void add_stride_cases(std::vector<BadInput>& cases) {
   auto args_case = [&](std::string what, std::string names,
                        std::function<void(mlajit::MlaRunArgs&)> edit) {
@@ -274,6 +321,7 @@ void add_stride_cases(std::vector<BadInput>& cases) {
                      a.ckv_stride_token = 520;
                      mlajit::validate_run_args(shape, a, kPlannedTokens);
                    }});
+  add_kv_scale_cases(cases);
 }
 
 void add_kv_indices_cases(std::vector<BadInput>& cases) {
@@ -458,6 +506,20 @@ TEST_CASE("the well-formed inputs the bad-input cases start from are accepted", 
   mlajit::MlaOptions portable;
   portable.kernel = "portable";
   REQUIRE_NOTHROW(mlajit::validate_shape_and_options(minicpm, portable));
+  // An e4m3 cache with its scales as floats, as device pointers, or left at 1.
+  mlajit::MlaShape fp8 = good_shape();
+  fp8.kv_dtype = mlajit::DType::kFloat8E4M3;
+  REQUIRE_NOTHROW(mlajit::validate_shape_and_options(fp8, mlajit::MlaOptions{}));
+  mlajit::MlaRunArgs scaled = good_args(fp8);
+  REQUIRE_NOTHROW(mlajit::validate_run_args(fp8, scaled, kPlannedTokens));
+  scaled.kv_scale_ckv = 0.0173f;
+  scaled.kv_scale_kpe = 3.5f;
+  REQUIRE_NOTHROW(mlajit::validate_run_args(fp8, scaled, kPlannedTokens));
+  static const float device_scales[2] = {0.5f, 2.0f};
+  scaled.kv_scale_ckv = scaled.kv_scale_kpe = 1.0f;
+  scaled.kv_scale_ckv_device = &device_scales[0];
+  scaled.kv_scale_kpe_device = &device_scales[1];
+  REQUIRE_NOTHROW(mlajit::validate_run_args(fp8, scaled, kPlannedTokens));
 }
 
 TEST_CASE("every bad input is refused with its error code and a message naming the argument",

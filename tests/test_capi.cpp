@@ -289,11 +289,12 @@ TEST_CASE("an unknown kernel family or one that cannot serve the shape fails cre
   CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_INVALID_ARGUMENT);
   CHECK(last_error().find("'hoppr'") != std::string::npos);
   CHECK(last_error().find("auto, hopper, portable") != std::string::npos);
-  options.kernel = "portable";
+  options.kernel = "hopper";
   shape.kv_dtype = MLAJIT_FLOAT8_E4M3;
   CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);
   CHECK(last_error().find("no FP8 KV path yet") != std::string::npos);
   options.kernel = "auto";
+  shape.head_dim_ckv = 384;
   CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);
   CHECK(last_error().find("no kernel family computes this shape") != std::string::npos);
   shape = deepseek_shape();

@@ -313,9 +313,9 @@ void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
 TEST_CASE("the default fleet matrix is every family's rows on every profiled arch it runs on") {
   using namespace mlajit::family;
   const auto specs = fleet_matrix(FleetMatrixOptions{});
-  // portable: every profiled arch x 2 dtypes x 2 head dims x causal; hopper: sm_90a x 2 dtypes
-  // x causal (512/64 only).
-  const size_t portable_rows = mlajit::jit::device_profiles().size() * 2 * 2 * 2;
+  // portable: every profiled arch x (2 dtypes x 2 head dims x causal + bf16 queries over an
+  // e4m3 cache at 512/64 x causal); hopper: sm_90a x 2 dtypes x causal (512/64 only).
+  const size_t portable_rows = mlajit::jit::device_profiles().size() * (2 * 2 * 2 + 2);
   CHECK(specs.size() == portable_rows + 4);
   std::set<std::string> texts;
   size_t hopper_rows = 0;
@@ -329,8 +329,14 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
       CHECK(spec.family == "portable");
       CHECK(spec.tile == portable::select_tile_config(spec, profile_target(spec.arch)));
     }
-    CHECK(spec.q_dtype == spec.kv_dtype);
-    CHECK(spec.kv_dtype == spec.o_dtype);
+    CHECK(spec.q_dtype == spec.o_dtype);
+    if (spec.kv_dtype == DType::kFloat8E4M3) {
+      CHECK(spec.family == "portable");
+      CHECK(spec.q_dtype == DType::kBFloat16);
+      CHECK(spec.head_dim_ckv == 512);
+    } else {
+      CHECK(spec.q_dtype == spec.kv_dtype);
+    }
   }
   CHECK(hopper_rows == 4);
   CHECK(texts.size() == specs.size());  // no duplicates
@@ -347,6 +353,7 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   FleetMatrixOptions options;
   options.archs = {"sm_90", "90", "sm_90a"};
   options.dtypes = {DType::kBFloat16};
+  options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
   // hopper's rows are sm_90a whatever the 9.0 arch asked: 2 specs, however many times asked.
   CHECK(fleet_matrix(options).size() == 6);
@@ -363,8 +370,14 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.kernel = "hoppr";
   CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("auto, hopper, portable"));
   options.kernel = "auto";
-  options.dtypes = {DType::kFloat8E4M3};  // no family has an FP8 row
+  options.dtypes = {DType::kFloat8E4M3};  // FP8 rows are the KV cache's, never the queries'
   CHECK_THROWS_WITH(fleet_matrix(options), Catch::Contains("the precompile matrix is empty"));
+  options.dtypes = {};
+  options.kv_dtypes = {DType::kFloat8E4M3};
+  options.head_dims = {};
+  const auto fp8 = fleet_matrix(options);
+  REQUIRE(fp8.size() == 2);  // the portable family's: bf16 queries, 512/64, causal 0/1
+  for (const auto& spec : fp8) CHECK(spec.text().find("portable;q=bf16;kv=e4m3;o=bf16;ckv=512;") == 0);
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
   CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
@@ -377,6 +390,7 @@ TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix 
   options.archs = {"sm_90"};
   options.kernel = "portable";  // the tiers are the portable family's
   options.dtypes = {DType::kBFloat16};
+  options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
   options.causal = {false};
   REQUIRE(fleet_matrix(options).size() == 1);
@@ -800,7 +814,8 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const std::string args = "precompile --kernel portable --arch sm_80,sm_90 --dtype bf16 "
-                           "--head-dims 512/64 -j 2 --json --out " + shell_quote(out.path());
+                           "--kv-dtype bf16 --head-dims 512/64 -j 2 --json --out " +
+                           shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
@@ -836,7 +851,8 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
 
   // Text mode (stderr not a terminal): one progress line per spec, then the summary table.
   const CliRun text = run_cli("precompile --kernel portable --arch sm_90 --dtype bf16 "
-                              "--head-dims 512/64 --causal 0 --out " + shell_quote(out.path()),
+                              "--kv-dtype bf16 --head-dims 512/64 --causal 0 --out " +
+                                  shell_quote(out.path()),
                               cache.path());
   CHECK(text.exit_code == 0);
   CHECK(text.err.find("[1/1] ") == 0);
@@ -905,7 +921,7 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  CHECK(specs == 84);  // portable: 10 archs x 8 shapes; hopper: sm_90a x 4 shapes
+  CHECK(specs == 104);  // portable: 10 archs x 10 shapes; hopper: sm_90a x 4 shapes
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -926,11 +942,11 @@ TEST_CASE("precompile of the default matrix twice compiles nothing the second ti
   const std::string args = "precompile -j 2 --json --out " + shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   REQUIRE(first.exit_code == 0);
-  CHECK(parse_json(first.out)["compiled"].number == 84);
+  CHECK(parse_json(first.out)["compiled"].number == 104);
   const CliRun second = run_cli(args, cache.path());
   REQUIRE(second.exit_code == 0);
   CHECK(parse_json(second.out)["compiled"].number == 0);
-  CHECK(parse_json(second.out)["cached"].number == 84);
+  CHECK(parse_json(second.out)["cached"].number == 104);
 }
 
 TEST_CASE("precompile --kernel names the family's rows, and says why it cannot build one") {
@@ -941,7 +957,7 @@ TEST_CASE("precompile --kernel names the family's rows, and says why it cannot b
   INFO(rows.err);
   REQUIRE(rows.exit_code == 0);
   const JsonValue matrix = parse_json(rows.out);
-  CHECK(matrix["specs"].number == 8);
+  CHECK(matrix["specs"].number == 10);
   for (const auto& spec : matrix["matrix"].items) {
     CHECK(spec.text.rfind("portable;", 0) == 0);
     CHECK(spec.text.find(";arch=sm_90a") != std::string::npos);

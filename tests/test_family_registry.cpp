@@ -100,12 +100,10 @@ TEST_CASE("a forced tile tier needs a family with tile tiers") {
 TEST_CASE("a request is checked against the families before any device is known") {
   check_request(MlaShape{}, kAutoFamily);
   check_request(MlaShape{}, "portable");
-  const std::string fp8 =
-      refusal(ErrorCode::kUnsupported, [] { check_request(fp8_kv_shape(), kAutoFamily); });
-  CHECK(contains(fp8, "no kernel family computes this shape"));
-  CHECK(contains(fp8, "portable: the portable family has no FP8 KV path yet"));
+  check_request(fp8_kv_shape(), kAutoFamily);  // the portable family's
+  check_request(fp8_kv_shape(), "portable");
   const std::string forced =
-      refusal(ErrorCode::kUnsupported, [] { check_request(fp8_kv_shape(), "portable"); });
+      refusal(ErrorCode::kUnsupported, [] { check_request(fp8_kv_shape(), "hopper"); });
   CHECK(contains(forced, "no FP8 KV path yet"));
   MlaShape odd;
   odd.head_dim_ckv = 384;
@@ -145,7 +143,13 @@ TEST_CASE("the public API lists the families and says which one a shape gets") {
   CHECK(contains(refusal(ErrorCode::kInvalidArgument,
                          [&] { mlajit::tile_for_arch("sm_90", MlaShape{}, options); }),
                  "auto, hopper, portable"));
-  options.kernel = "portable";
+  // An e4m3 cache goes to the portable family on Hopper too; its tiles hold 16-bit KV, so
+  // the shared memory is the bf16 cache's.
+  const mlajit::TileChoice fp8 = mlajit::tile_for_arch("sm_90a", fp8_kv_shape());
+  CHECK(fp8.family == "portable");
+  CHECK(fp8.shared_bytes == 221696);
+  CHECK(contains(fp8.spec_text, "kv=e4m3"));
+  options.kernel = "hopper";
   CHECK(contains(refusal(ErrorCode::kUnsupported,
                          [&] { mlajit::tile_for_arch("sm_90", fp8_kv_shape(), options); }),
                  "no FP8 KV path yet"));

@@ -114,12 +114,13 @@ TEST_CASE("tiers number 1 to 3 and other configs are tier 0") {
   CHECK_THROWS_AS(shared_storage_bytes(mla_spec(512, 64), {0, 64, true, 64}), Error);
 }
 
-TEST_CASE("shared storage counts each operand in its own element size") {
+TEST_CASE("shared storage holds KV tiles in the queries' 16-bit type, whatever the cache's") {
   KernelSpec spec = mla_spec(512, 64);
   const int bf16 = shared_storage_bytes(spec, tile_tier(1));
-  spec.kv_dtype = DType::kFloat8E4M3;  // refused by the family, but the formula is generic
-  // Two stages of 64-token KV tiles (ckv 512 and the 64-wide kpe/P tile) at 1 byte, not 2.
-  CHECK(shared_storage_bytes(spec, tile_tier(1)) == bf16 - 2 * (64 * 512 + 64 * 64));
+  CHECK(bf16 == 64 * 576 * 2 + 2 * (64 * 512 * 2 + 64 * 64 * 2) + 2 * 64 * 4);
+  // An e4m3 tile lands in the top half of its 16-bit tile and is expanded in place.
+  spec.kv_dtype = DType::kFloat8E4M3;
+  CHECK(shared_storage_bytes(spec, tile_tier(1)) == bf16);
 }
 
 TEST_CASE("the portable family computes both head-dim pairs in bf16 and f16, nothing else") {
@@ -138,10 +139,12 @@ TEST_CASE("the portable family computes both head-dim pairs in bf16 and f16, not
   CHECK(dims.find("512/64, 256/32") != std::string::npos);
   MlaShape fp8;
   fp8.kv_dtype = DType::kFloat8E4M3;
-  CHECK(portable().shape_unsupported_reason(fp8).find("no FP8 KV path yet") != std::string::npos);
+  CHECK(portable().shape_unsupported_reason(fp8).empty());
+  fp8.dtype = DType::kFloat16;
+  CHECK(portable().shape_unsupported_reason(fp8).empty());
   MlaShape mixed;
   mixed.kv_dtype = DType::kFloat16;
-  CHECK(portable().shape_unsupported_reason(mixed).find("one dtype for Q, KV and O") !=
+  CHECK(portable().shape_unsupported_reason(mixed).find("KV of that dtype or e4m3") !=
         std::string::npos);
   mixed.kv_dtype = DType::kBFloat16;  // set, but the same as dtype
   CHECK(portable().shape_unsupported_reason(mixed).empty());
@@ -178,11 +181,40 @@ TEST_CASE("the portable spec takes the device's tier, a forced tier, and the tar
   CHECK(portable().fleet_specs(shape, profile_target("sm_80"), false).size() == 1);
 }
 
-TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs x causal") {
+TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs x causal, and FP8 KV") {
   const auto shapes = portable().fleet_shapes();
-  CHECK(shapes.size() == 8);
+  CHECK(shapes.size() == 10);
+  int fp8_rows = 0;
   for (const MlaShape& shape : shapes) {
     CHECK(portable().shape_unsupported_reason(shape).empty());
-    CHECK_FALSE(shape.kv_dtype.has_value());
+    if (shape.effective_kv_dtype() == DType::kFloat8E4M3) {
+      ++fp8_rows;
+      CHECK(shape.dtype == DType::kBFloat16);
+      CHECK(shape.head_dim_ckv == 512);
+    } else {
+      CHECK_FALSE(shape.kv_dtype.has_value());
+    }
+  }
+  CHECK(fp8_rows == 2);
+}
+
+TEST_CASE("an e4m3 cache keeps the bf16 cache's shared memory: its tiles are expanded in place") {
+  MlaShape shape;
+  const KernelSpec bf16 = portable().spec_for(shape, profile_target("sm_90"), {});
+  shape.kv_dtype = DType::kFloat8E4M3;
+  for (int tier = 1; tier <= 3; ++tier) {
+    mlajit::MlaOptions options;
+    options.force_tier = tier;
+    const KernelSpec fp8 = portable().spec_for(shape, profile_target("sm_90"), options);
+    KernelSpec same_tile = bf16;
+    same_tile.tile = fp8.tile;
+    CHECK(portable().program(fp8).geometry.dynamic_smem_bytes ==
+          portable().program(same_tile).geometry.dynamic_smem_bytes);
+    CHECK(portable().program(fp8).name_expression.find("e4m3_t") != std::string::npos);
+  }
+  // Every arch of the fleet gets a tier, down to the 99 KB parts (sm_86, sm_89, sm_120).
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_120"}) {
+    INFO(arch);
+    CHECK(portable().unsupported_reason(shape, profile_target(arch)).empty());
   }
 }

@@ -51,6 +51,7 @@ TEST_CASE("the public fleet matrix is the family layer's, with each spec's tier"
   options.kernel = "portable";  // the family with tiers (sm_90 also has a hopper row)
   options.archs = {"sm_90"};
   options.dtypes = {DType::kBFloat16};
+  options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {"512/64"};
   options.causal = {false};
   options.all_tiers = true;

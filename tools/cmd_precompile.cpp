@@ -25,6 +25,7 @@ struct PrecompileArgs {
   std::string kernel = "auto";
   std::vector<std::string> archs{"all"};
   std::vector<std::string> dtypes;     // empty: every family row's
+  std::vector<std::string> kv_dtypes;  // empty: every family row's
   std::vector<std::string> head_dims;  // empty: every family row's
   std::vector<int> causal;             // empty: both
   std::string profile;
@@ -70,6 +71,9 @@ FleetOptions matrix_options(const PrecompileArgs& args) {
   if (!all_archs) options.archs = args.archs;
   as_usage("--dtype", [&] {
     for (const auto& dtype : args.dtypes) options.dtypes.push_back(parse_dtype(dtype));
+  });
+  as_usage("--kv-dtype", [&] {
+    for (const auto& dtype : args.kv_dtypes) options.kv_dtypes.push_back(parse_dtype(dtype));
   });
   options.head_dims = args.head_dims;
   for (int causal : args.causal) options.causal.push_back(causal != 0);
@@ -272,8 +276,13 @@ Command add_precompile_command(CLI::App& parent) {
       ->delimiter(',')
       ->capture_default_str();
   app->add_option("--dtype", args->dtypes,
-                  "only rows of these dtypes of q/kv/out (default: every row's: " +
+                  "only rows of these dtypes of q and out (default: every row's: " +
                       row_values([](const KernelSpec& s) { return std::string(dtype_name(s.q_dtype)); }) +
+                      ")")
+      ->delimiter(',');
+  app->add_option("--kv-dtype", args->kv_dtypes,
+                  "only rows of these KV-cache dtypes (default: every row's: " +
+                      row_values([](const KernelSpec& s) { return std::string(dtype_name(s.kv_dtype)); }) +
                       ")")
       ->delimiter(',');
   app->add_option("--head-dims", args->head_dims,

@@ -19,7 +19,8 @@ struct FleetOptions {
   std::vector<std::string> archs;  // "sm_90", "90", "sm_90a", "compute_90"; empty: every
                                    // profiled arch
   // Filters on the families' rows; an empty filter keeps every row.
-  std::vector<DType> dtypes;           // of q, KV cache and output
+  std::vector<DType> dtypes;           // of q and output
+  std::vector<DType> kv_dtypes;        // of the KV cache (e4m3 rows: FP8 KV)
   std::vector<std::string> head_dims;  // CKV/KPE pairs, "512/64"
   std::vector<bool> causal;
   // Shared-memory limits in bytes that replace every arch profile's (a MIG slice, a part with

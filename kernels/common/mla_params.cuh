@@ -66,6 +66,14 @@ struct MlaParams {
   int32_t lse_base_e;   // 1: write lse in natural log, 0: base 2
   int32_t phase;        // 0: attention + barrier + merge; 1: attention only; 2: merge only
   int32_t reserved;
+
+  // An e4m3 KV cache holds ckv / kv_scale_ckv and kpe / kv_scale_kpe. A scale is read through
+  // its device pointer when that is set (the caller's tensor, updated between graph replays),
+  // else it is the float. Unused for a 16-bit cache.
+  const float* kv_scale_ckv_device;
+  const float* kv_scale_kpe_device;
+  float kv_scale_ckv;
+  float kv_scale_kpe;
 };
 
 }  // namespace mlajit_kernel

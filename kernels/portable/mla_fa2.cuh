@@ -12,9 +12,11 @@
 //    its warp's 16 rows. Either way a thread holds 128 fp32 accumulators of O at CKV = 512.
 //  - NarrowRows (tiles of at most 16 valid rows: decode with <= 16 heads): all 8 warps share
 //    rows 0-15, splitting the KV tile's columns in QK and the output dims in PV.
-//  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache.
+//  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache. An e4m3
+//    cache lands in the top half of its stage and is dequantized in place (dequantize_kv).
 // The host contract (work items, merge records, phases) is in mla_params.cuh.
 #pragma once
+#include "common/fp8_dequant.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
 #include "common/mla_params.cuh"
@@ -60,15 +62,17 @@ template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, 
           bool PAGE_IDS_AHEAD = false, NarrowTiles NARROW_TILES = NarrowTiles::kLargeTier>
 struct MlaConfig {
   using QType = QType_;
-  using KVType = KVType_;
+  using KVType = KVType_;  // as stored in the cache
   using OType = OType_;
-  // mma.sync multiplies Q by K and P by V in one 16-bit type: KV's (P is rounded to it).
-  using MmaType = KVType_;
-  static_assert(SameType<QType_, KVType_>::value,
-                "mma.sync takes both operands in one 16-bit type: QType and KVType must be the "
-                "same (bf16_t or f16_t); a KV cache in another type needs a kernel that converts");
+  // mma.sync multiplies Q by K and P by V in one 16-bit type, the queries' (P is rounded to
+  // it); an e4m3 cache is dequantized to it in shared memory.
+  using MmaType = QType_;
+  static constexpr bool kFp8Kv = SameType<KVType_, e4m3_t>::value;
+  static_assert(kFp8Kv || SameType<QType_, KVType_>::value,
+                "mma.sync takes both operands in one 16-bit type: a 16-bit KVType must be QType "
+                "(bf16_t or f16_t)");
   static_assert(sizeof(QType_) == 2 && sizeof(OType_) == 2,
-                "ldmatrix/stmatrix move 16-bit elements: QType, KVType and OType are bf16_t or f16_t");
+                "ldmatrix/stmatrix move 16-bit elements: QType and OType are bf16_t or f16_t");
 
   static constexpr int kHeadDimCkv = HEAD_DIM_CKV;
   static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
@@ -87,8 +91,8 @@ struct MlaConfig {
   static constexpr int kGroups = 2;
   static constexpr int kWarps = kThreads / 32;
 
-  // Rows of 16-byte chunks. Q, KV and P share one element size (the asserts above), O may not.
-  static constexpr int kChunkElems = 16 / static_cast<int>(sizeof(KVType_));
+  // Rows of 16-byte chunks. Q, the KV tiles and P share one element size (MmaType's), O may not.
+  static constexpr int kChunkElems = 16 / static_cast<int>(sizeof(MmaType));
   static constexpr int kOChunkElems = 16 / static_cast<int>(sizeof(OType_));
   static constexpr int kCkvChunks = HEAD_DIM_CKV / kChunkElems;
   static constexpr int kKpeChunks = HEAD_DIM_KPE / kChunkElems;
@@ -128,12 +132,23 @@ struct MlaConfig {
   static constexpr int kKvPasses = (KV_TILE + kRowsPerPass - 1) / kRowsPerPass;
   static constexpr int kCkvChunksPerLane = kCkvChunks / kLanesPerRow;
   static constexpr int kKpeChunksPerLane = (kKpeChunks + kLanesPerRow - 1) / kLanesPerRow;
+  // The KV cache's rows as loaded: 16-byte chunks of its stored element (the 16-bit tiles'
+  // chunks, or twice as many elements of e4m3).
+  static constexpr int kKvLoadChunkElems = 16 / static_cast<int>(sizeof(KVType_));
+  static constexpr int kCkvLoadChunks = HEAD_DIM_CKV / kKvLoadChunkElems;
+  static constexpr int kKpeLoadChunks = HEAD_DIM_KPE / kKvLoadChunkElems;
+  static constexpr int kCkvLoadChunksPerLane = kCkvLoadChunks / kLanesPerRow;
+  static constexpr int kKpeLoadChunksPerLane = (kKpeLoadChunks + kLanesPerRow - 1) / kLanesPerRow;
   static constexpr int kOChunksPerLane = kOChunks / kLanesPerRow;
 
   // The kpe tile of a stage is reused for the P tile (Q_TILE x KV_TILE) once QK is done.
   static constexpr int kKpePElems = KV_TILE * (HEAD_DIM_KPE > Q_TILE ? HEAD_DIM_KPE : Q_TILE);
-  static constexpr int kCkvStageBytes = KV_TILE * HEAD_DIM_CKV * static_cast<int>(sizeof(KVType_));
-  static constexpr int kKpePStageBytes = kKpePElems * static_cast<int>(sizeof(KVType_));
+  static constexpr int kCkvStageBytes = KV_TILE * HEAD_DIM_CKV * static_cast<int>(sizeof(MmaType));
+  static constexpr int kKpePStageBytes = kKpePElems * static_cast<int>(sizeof(MmaType));
+  // Where a stage's loads land in its buffers: the 16-bit tile itself, or an e4m3 tile at the
+  // top, from where dequantize_kv expands it downwards (the same shared memory either way).
+  static constexpr int kCkvLandingOffset = kFp8Kv ? kCkvStageBytes - KV_TILE * HEAD_DIM_CKV : 0;
+  static constexpr int kKpeLandingOffset = kFp8Kv ? kKpePStageBytes - KV_TILE * HEAD_DIM_KPE : 0;
 
   static_assert(Q_TILE == 16 * kWarpsPerGroup, "each warp of a warpgroup owns 16 query rows");
   static_assert(KV_TILE % (QK_SHARD ? 32 : 16) == 0, "KV tile must split into 16-token blocks");
@@ -149,8 +164,8 @@ struct MlaConfig {
       struct {
         QType_ q_nope[Q_TILE * HEAD_DIM_CKV];
         QType_ q_pe[Q_TILE * HEAD_DIM_KPE];
-        KVType_ ckv[NUM_STAGES][KV_TILE * HEAD_DIM_CKV];
-        KVType_ kpe_p[NUM_STAGES][kKpePElems];
+        MmaType ckv[NUM_STAGES][KV_TILE * HEAD_DIM_CKV];
+        MmaType kpe_p[NUM_STAGES][kKpePElems];
         float row_exchange[kGroups][Q_TILE];  // per-warpgroup row max, later row sum
       } attn;
       OType_ o[Q_TILE * HEAD_DIM_CKV];  // output staging for coalesced stores
@@ -360,8 +375,8 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
                                         int stage, KvPageIds<C> ids = KvPageIds<C>{0}) {
   using KVType = typename C::KVType;
   const int lane8 = role.tid % C::kLanesPerRow;
-  const uint32_t ckv_dst = sm.ckv(stage);
-  const uint32_t kpe_dst = sm.kpe_p(stage);
+  const uint32_t ckv_dst = sm.ckv(stage) + C::kCkvLandingOffset;
+  const uint32_t kpe_dst = sm.kpe_p(stage) + C::kKpeLandingOffset;
 #pragma unroll
   for (int pass = 0; pass < C::kKvPasses; ++pass) {
     const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
@@ -391,17 +406,17 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
       const KVType* kpe = static_cast<const KVType*>(p.kpe) + page * p.kpe_stride_page +
                          slot * p.kpe_stride_token;
 #pragma unroll
-      for (int k = 0; k < C::kCkvChunksPerLane; ++k) {
+      for (int k = 0; k < C::kCkvLoadChunksPerLane; ++k) {
         const int chunk = lane8 + k * C::kLanesPerRow;
-        cp_async_16(ckv_dst + Swizzle<C::kCkvChunks>::byte_offset(row, chunk), ckv + chunk * C::kChunkElems,
-                    valid);
+        cp_async_16(ckv_dst + Swizzle<C::kCkvLoadChunks>::byte_offset(row, chunk),
+                    ckv + chunk * C::kKvLoadChunkElems, valid);
       }
 #pragma unroll
-      for (int k = 0; k < C::kKpeChunksPerLane; ++k) {
+      for (int k = 0; k < C::kKpeLoadChunksPerLane; ++k) {
         const int chunk = lane8 + k * C::kLanesPerRow;
-        if (chunk < C::kKpeChunks) {
-          cp_async_16(kpe_dst + Swizzle<C::kKpeChunks>::byte_offset(row, chunk), kpe + chunk * C::kChunkElems,
-                      valid);
+        if (chunk < C::kKpeLoadChunks) {
+          cp_async_16(kpe_dst + Swizzle<C::kKpeLoadChunks>::byte_offset(row, chunk),
+                      kpe + chunk * C::kKvLoadChunkElems, valid);
         }
       }
     }
@@ -442,6 +457,119 @@ __device__ __forceinline__ KvPageIds<C> first_page_ids(const MlaParams& p, const
   KvPageIds<C> ids{0};
   if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C>(p, t, role, C::kStages - 1);
   return ids;
+}
+
+// Dequantization factors of an e4m3 cache's two operands (dequant_factor). Read again for
+// every tile rather than kept: at 255 registers two more live values spill.
+struct KvDequant {
+  float ckv, kpe;
+
+  __device__ __forceinline__ static KvDequant make(const MlaParams& p) {
+    return KvDequant{dequant_factor(p.kv_scale_ckv_device, p.kv_scale_ckv),
+                     dequant_factor(p.kv_scale_kpe_device, p.kv_scale_kpe)};
+  }
+};
+
+__device__ __forceinline__ void load_shared_16(uint32_t address, uint32_t (&v)[4]) {
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+               : "r"(address));
+}
+
+__device__ __forceinline__ void store_shared_16(uint32_t address, uint32_t a, uint32_t b, uint32_t c,
+                                                uint32_t d) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(a), "r"(b), "r"(c),
+               "r"(d)
+               : "memory");
+}
+
+// The 16 values of e4m3 chunk `chunk` of a row, as 16-bit chunks 2 * chunk and 2 * chunk + 1
+// of that row. Lanes whose chunk has bit 2 set store the second one first, so that the 8 lanes
+// of a quarter warp (8 consecutive chunks of one row) hit 8 different bank slots.
+template <typename C, int ROW_CHUNKS>
+__device__ __forceinline__ void store_dequantized(uint32_t tile, int row, int chunk,
+                                                  const uint32_t (&codes)[4], float factor) {
+  uint32_t v[8];
+  dequantize_chunk<typename C::MmaType>(codes, factor, v);
+  const bool swap = (chunk >> 2) & 1;
+  const int first = 2 * chunk + (swap ? 1 : 0);
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int half = swap ? 1 - k : k;
+    store_shared_16(tile + Swizzle<ROW_CHUNKS>::byte_offset(row, first + (swap ? -k : k)),
+                    half ? v[4] : v[0], half ? v[5] : v[1], half ? v[6] : v[2], half ? v[7] : v[3]);
+  }
+}
+
+// Dequantizes e4m3 chunk tid + i * kThreads of the stage's ckv codes into the 16-bit tile.
+template <typename C>
+__device__ __forceinline__ void dequantize_ckv_chunk(const SmemMap<C>& sm, int stage, int i,
+                                                     const uint32_t (&codes)[4], float factor,
+                                                     const ThreadRole& role) {
+  const int q = role.tid + i * C::kThreads;
+  store_dequantized<C, C::kCkvChunks>(sm.ckv(stage), q / C::kCkvLoadChunks, q % C::kCkvLoadChunks,
+                                      codes, factor);
+}
+
+template <typename C>
+__device__ __forceinline__ void load_ckv_codes(const SmemMap<C>& sm, int stage, int i,
+                                               uint32_t (&codes)[4], const ThreadRole& role) {
+  const int q = role.tid + i * C::kThreads;
+  load_shared_16(sm.ckv(stage) + C::kCkvLandingOffset +
+                     Swizzle<C::kCkvLoadChunks>::byte_offset(q / C::kCkvLoadChunks, q % C::kCkvLoadChunks),
+                 codes);
+}
+
+// Stage: dequantize_kv (e4m3 cache only). The stage's e4m3 tile, landed in the top half of
+// its buffers, into the 16-bit tiles that QK and PV read, times the scales. Expanded rows
+// overlay codes: rows [0, 1/2) land below every code and are written as they are read; rows
+// [1/2, 3/4) land on the codes of [0, 1/2), written after a barrier; rows [3/4, 1) land on
+// their own codes and those of [1/2, 3/4), so their codes are held in registers across a
+// second barrier. Thread tid takes chunks tid + i * kThreads, in row order.
+template <typename C>
+__device__ __forceinline__ void dequantize_kv(const SmemMap<C>& sm, int stage, const KvDequant& f,
+                                              const ThreadRole& role) {
+  constexpr int kCkvCodeChunks = C::kKvTile * C::kCkvLoadChunks;
+  constexpr int kKpeCodeChunks = C::kKvTile * C::kKpeLoadChunks;
+  constexpr int kPerThread = kCkvCodeChunks / C::kThreads;
+  static_assert(kCkvCodeChunks % C::kThreads == 0 && kKpeCodeChunks <= C::kThreads,
+                "each thread dequantizes whole ckv chunks and at most one kpe chunk");
+  // Chunk counts that do not split into halves or quarters hold everything (one barrier).
+  constexpr int kHalf = kPerThread % 2 == 0 ? kPerThread / 2 : 0;
+  constexpr int kThreeQuarters = kPerThread % 4 == 0 ? 3 * kPerThread / 4 : kHalf;
+  uint32_t kpe[4];
+  const bool has_kpe = role.tid < kKpeCodeChunks;
+  const int kpe_row = role.tid / C::kKpeLoadChunks, kpe_chunk = role.tid % C::kKpeLoadChunks;
+  if (has_kpe) {
+    load_shared_16(sm.kpe_p(stage) + C::kKpeLandingOffset +
+                       Swizzle<C::kKpeLoadChunks>::byte_offset(kpe_row, kpe_chunk),
+                   kpe);
+  }
+#pragma unroll
+  for (int i = 0; i < kHalf; ++i) {
+    uint32_t codes[4];
+    load_ckv_codes<C>(sm, stage, i, codes, role);
+    dequantize_ckv_chunk<C>(sm, stage, i, codes, f.ckv, role);
+  }
+  uint32_t held[kPerThread - kThreeQuarters][4];
+#pragma unroll
+  for (int i = kThreeQuarters; i < kPerThread; ++i) load_ckv_codes<C>(sm, stage, i, held[i - kThreeQuarters], role);
+  if constexpr (kThreeQuarters > kHalf) {
+    __syncthreads();
+#pragma unroll
+    for (int i = kHalf; i < kThreeQuarters; ++i) {
+      uint32_t codes[4];
+      load_ckv_codes<C>(sm, stage, i, codes, role);
+      dequantize_ckv_chunk<C>(sm, stage, i, codes, f.ckv, role);
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = kThreeQuarters; i < kPerThread; ++i) {
+    dequantize_ckv_chunk<C>(sm, stage, i, held[i - kThreeQuarters], f.ckv, role);
+  }
+  if (has_kpe) store_dequantized<C, C::kKpeChunks>(sm.kpe_p(stage), kpe_row, kpe_chunk, kpe, f.kpe);
+  __syncthreads();
 }
 
 // Byte offsets, within one swizzled operand, of the ldmatrix rows a lane supplies for the
@@ -1019,6 +1147,7 @@ __device__ __forceinline__ void attend(const MlaParams& p, const SmemMap<C>& sm,
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     advance_pipeline<C>(p, sm, t, role, tile, ids);
     const int stage = tile % C::kStages;
+    if constexpr (C::kFp8Kv) dequantize_kv<C>(sm, stage, KvDequant::make(p), role);
     typename Rows::Scores s;
     if (Rows::computes_scores(role)) {
       compute_qk<C, Rows>(s, sm, stage, role);

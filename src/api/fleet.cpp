@@ -15,6 +15,7 @@ family::FleetMatrixOptions internal_options(const FleetOptions& options) {
   internal.kernel = options.kernel;
   internal.archs = options.archs;
   internal.dtypes = options.dtypes;
+  internal.kv_dtypes = options.kv_dtypes;
   for (const auto& dims : options.head_dims) {
     internal.head_dims.push_back(family::parse_head_dims(dims));
   }

@@ -1,5 +1,6 @@
 #include "attention/run_args_validation.h"
 
+#include <cmath>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -19,6 +20,55 @@ void require_known_dtype(const char* name, DType dtype) {
     invalid(fmt::format("{}={} is not a known dtype: expected bf16, f16 or e4m3", name,
                         static_cast<int>(dtype)));
   }
+}
+
+// The largest e4m3 value (S.1111.110): a dequantized value is at most this times its scale.
+constexpr double kE4m3Max = 448.0;
+// The largest finite value of the 16-bit type the kernel dequantizes to.
+double largest_finite(DType dtype) { return dtype == DType::kFloat16 ? 65504.0 : 3.3895313892515355e38; }
+
+// One operand's scale: a float, or a device pointer with the float left at its default.
+void validate_kv_scale(const char* name, float scale, const float* device_scale, DType q) {
+  if (device_scale != nullptr) {
+    if (scale != 1.0f) {
+      invalid(fmt::format("{0}={1} and {0}_device={2} are both set: give the scale as a float "
+                          "or as a device pointer (then {0} stays 1)",
+                          name, scale, static_cast<const void*>(device_scale)));
+    }
+    if (reinterpret_cast<std::uintptr_t>(device_scale) % 4 != 0) {
+      invalid(fmt::format("{}_device={} is not 4-byte aligned (one fp32)", name,
+                          static_cast<const void*>(device_scale)));
+    }
+    return;
+  }
+  if (!std::isfinite(scale) || !(scale > 0.0f)) {
+    invalid(fmt::format("{}={}: expected a finite scale > 0 (dequantized value = e4m3 value x "
+                        "scale)",
+                        name, scale));
+  }
+  if (kE4m3Max * scale > largest_finite(q)) {
+    invalid(fmt::format("{}={}: e4m3 values up to {} times this scale overflow {} (largest "
+                        "finite {}), the type the kernel dequantizes to",
+                        name, scale, kE4m3Max, dtype_name(q), largest_finite(q)));
+  }
+}
+
+void validate_kv_scales(const MlaShape& shape, const MlaRunArgs& args) {
+  if (shape.effective_kv_dtype() != DType::kFloat8E4M3) {
+    if (args.kv_scale_ckv != 1.0f || args.kv_scale_kpe != 1.0f ||
+        args.kv_scale_ckv_device != nullptr || args.kv_scale_kpe_device != nullptr) {
+      invalid(fmt::format("KV scales are set (kv_scale_ckv={}, kv_scale_kpe={}, device "
+                          "pointers {} and {}) but the KV cache is {}: scales apply to an e4m3 "
+                          "cache only",
+                          args.kv_scale_ckv, args.kv_scale_kpe,
+                          static_cast<const void*>(args.kv_scale_ckv_device),
+                          static_cast<const void*>(args.kv_scale_kpe_device),
+                          dtype_name(shape.effective_kv_dtype())));
+    }
+    return;
+  }
+  validate_kv_scale("kv_scale_ckv", args.kv_scale_ckv, args.kv_scale_ckv_device, shape.dtype);
+  validate_kv_scale("kv_scale_kpe", args.kv_scale_kpe, args.kv_scale_kpe_device, shape.dtype);
 }
 
 }  // namespace
@@ -112,6 +162,7 @@ void validate_run_args(const MlaShape& shape, const MlaRunArgs& args, int64_t pl
                         "1/sqrt(192) for DeepSeek",
                         args.sm_scale));
   }
+  validate_kv_scales(shape, args);
 }
 
 void validate_kv_indices(const MlaBatch& batch) {

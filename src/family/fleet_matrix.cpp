@@ -51,14 +51,16 @@ bool kept(const std::vector<T>& filter, const T& value) {
 }
 
 bool row_kept(const FleetMatrixOptions& options, const MlaShape& shape) {
-  return kept(options.dtypes, shape.dtype) &&
+  return kept(options.dtypes, shape.dtype) && kept(options.kv_dtypes, shape.effective_kv_dtype()) &&
          kept(options.head_dims, HeadDims{shape.head_dim_ckv, shape.head_dim_kpe}) &&
          kept(options.causal, shape.causal);
 }
 
 std::string row_text(const MlaShape& shape) {
-  return fmt::format("{} {}/{}{}", dtype_name(shape.dtype), shape.head_dim_ckv,
-                     shape.head_dim_kpe, shape.causal ? " causal" : "");
+  const DType kv = shape.effective_kv_dtype();
+  return fmt::format("{}{} {}/{}{}", dtype_name(shape.dtype),
+                     kv != shape.dtype ? fmt::format(" kv={}", dtype_name(kv)) : "",
+                     shape.head_dim_ckv, shape.head_dim_kpe, shape.causal ? " causal" : "");
 }
 
 // Appends the specs of one family's rows on one target; a row the family cannot build there

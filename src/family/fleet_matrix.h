@@ -24,7 +24,8 @@ struct FleetMatrixOptions {
   std::string kernel = "auto";     // "auto": every family's rows; a family name: its rows only
   std::vector<std::string> archs;  // empty: every profiled arch (device_profiles())
   // Filters on the families' rows; an empty filter keeps every row.
-  std::vector<DType> dtypes;
+  std::vector<DType> dtypes;     // of q and output
+  std::vector<DType> kv_dtypes;  // of the KV cache
   std::vector<HeadDims> head_dims;
   std::vector<bool> causal;
   std::optional<SmemOverride> smem;

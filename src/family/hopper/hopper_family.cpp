@@ -39,7 +39,8 @@ const char* kernel_type(DType dtype) {
 
 std::string dtype_reason(DType q, DType kv, DType o) {
   if (kv == DType::kFloat8E4M3) {
-    return "the hopper family has no FP8 KV path yet (kv dtype e4m3): use a bf16 or f16 KV cache";
+    return "the hopper family has no FP8 KV path yet (kv dtype e4m3): the portable family "
+           "(kernel auto or portable) runs an e4m3 cache";
   }
   if (kv != q || o != q) {
     return fmt::format("the hopper family needs one dtype for Q, KV and O; got q={} kv={} o={}",

@@ -17,7 +17,13 @@ constexpr int kThreadsPerBlock = 256;
 constexpr int kMinCcMajor = 8;
 
 const char* kernel_type(DType dtype) {
-  return dtype == DType::kBFloat16 ? "mlajit_kernel::bf16_t" : "mlajit_kernel::f16_t";
+  switch (dtype) {
+    case DType::kBFloat16: return "mlajit_kernel::bf16_t";
+    case DType::kFloat16: return "mlajit_kernel::f16_t";
+    case DType::kFloat8E4M3: return "mlajit_kernel::e4m3_t";
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("dtype {} has no kernel type", static_cast<int>(dtype)));
 }
 
 std::string dims_list(const std::vector<HeadDims>& dims) {
@@ -31,7 +37,7 @@ class PortableFamily final : public KernelFamily {
   const char* name() const override { return "portable"; }
   const char* summary() const override {
     return "FA2-style mma.sync kernel with a cp.async KV pipeline; every arch from sm_80, three "
-           "shared-memory tiers";
+           "shared-memory tiers, bf16/f16 or e4m3 KV";
   }
   std::vector<HeadDims> head_dims() const override { return {{512, 64}, {256, 32}}; }
 
@@ -81,6 +87,20 @@ class PortableFamily final : public KernelFamily {
     return specs;
   }
 
+  // The 16-bit rows and an e4m3 cache under bf16 queries at DeepSeek's head dims (what FP8
+  // serving engines run); other FP8 combinations compile on first use or by filter.
+  std::vector<MlaShape> fleet_shapes() const override {
+    std::vector<MlaShape> shapes = KernelFamily::fleet_shapes();
+    for (bool causal : {false, true}) {
+      MlaShape shape;
+      shape.dtype = DType::kBFloat16;
+      shape.kv_dtype = DType::kFloat8E4M3;
+      shape.causal = causal;
+      shapes.push_back(shape);
+    }
+    return shapes;
+  }
+
   int tier_of(const KernelSpec& spec) const override { return portable::tier_of(spec.tile); }
   bool has_tile_tiers() const override { return true; }
 
@@ -119,15 +139,12 @@ class PortableFamily final : public KernelFamily {
   }
 
  private:
-  // The kernel multiplies Q by KV in one 16-bit type and writes O in it.
+  // The kernel multiplies Q by KV in one 16-bit type and writes O in it; an e4m3 cache is
+  // dequantized to Q's type in shared memory.
   static std::string dtype_reason(DType q, DType kv, DType o) {
-    if (kv == DType::kFloat8E4M3) {
-      return "the portable family has no FP8 KV path yet (kv dtype e4m3): use a bf16 or f16 "
-             "KV cache";
-    }
-    if (kv != q || o != q) {
-      return fmt::format("the portable family needs one dtype for Q, KV and O; got q={} kv={} "
-                         "o={}",
+    if ((kv != q && kv != DType::kFloat8E4M3) || o != q) {
+      return fmt::format("the portable family needs Q and O of one dtype and KV of that dtype or "
+                         "e4m3; got q={} kv={} o={}",
                          dtype_name(q), dtype_name(kv), dtype_name(o));
     }
     return "";

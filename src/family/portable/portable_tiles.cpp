@@ -64,10 +64,12 @@ int tier_of(const TileConfig& tile) {
 
 // Mirrors the kernel's shared storage: a union of {Q nope + Q pe, `stages` CKV tiles,
 // `stages` KPE tiles (reused for P, hence max(kpe, q_tile) columns), the two warpgroups'
-// softmax exchange rows} with the output staging tile. Every member is 16-byte aligned.
+// softmax exchange rows} with the output staging tile. Every member is 16-byte aligned. The
+// KV tiles hold Q's 16-bit type whatever the cache's: an e4m3 tile lands in the top half of
+// its 16-bit tile and is expanded in place.
 int shared_storage_bytes(const KernelSpec& spec, const TileConfig& tile) {
   check_tile(tile);
-  const int64_t q = dtype_size(spec.q_dtype), kv = dtype_size(spec.kv_dtype);
+  const int64_t q = dtype_size(spec.q_dtype), kv = q;
   const int64_t o = dtype_size(spec.o_dtype);
   const int64_t ckv = spec.head_dim_ckv, kpe = spec.head_dim_kpe;
   const int64_t stages = tile.num_stages, kv_tile = tile.kv_tile, q_tile = tile.q_tile;
