@@ -222,6 +222,85 @@ TEST_CASE("options from older headers are read without compile_mode, which is ch
   CHECK(last_error().find("compile_mode=9") != std::string::npos);
 }
 
+TEST_CASE("run args carry the FP8 KV scales, and the 0.1 layout is read without them") {
+  // The 0.1 struct ended at sm_scale, padded to 8 bytes (`reserved` names that padding): the
+  // scales start past every byte an older program's struct_size covers.
+  struct run_args_0_1 {
+    size_t struct_size;
+    const void* q_nope;
+    int64_t q_nope_stride_token, q_nope_stride_head;
+    const void* q_pe;
+    int64_t q_pe_stride_token, q_pe_stride_head;
+    const void* ckv;
+    int64_t ckv_stride_page, ckv_stride_token;
+    const void* kpe;
+    int64_t kpe_stride_page, kpe_stride_token;
+    const int32_t* kv_indices;
+    void* out;
+    int64_t out_stride_token, out_stride_head;
+    float* lse;
+    int64_t num_tokens;
+    float sm_scale;
+  };
+  STATIC_REQUIRE(offsetof(mlajit_run_args, kv_scale_ckv) == sizeof(run_args_0_1));
+  STATIC_REQUIRE(sizeof(mlajit_run_args) == offsetof(mlajit_run_args, kv_scale_kpe_device) +
+                                                sizeof(const float*));  // no new tail padding
+
+  mlajit_run_args args;
+  std::memset(&args, 0x5a, sizeof(args));
+  mlajit_run_args_init(&args);
+  CHECK(args.struct_size == sizeof(mlajit_run_args));
+  CHECK(args.kv_scale_ckv == 1.0f);
+  CHECK(args.kv_scale_kpe == 1.0f);
+  CHECK(args.kv_scale_ckv_device == nullptr);
+  CHECK(args.kv_scale_kpe_device == nullptr);
+  const mlajit::MlaRunArgs defaults = mlajit::capi::to_run_args(&args);
+  CHECK(defaults.kv_scale_ckv == 1.0f);
+  CHECK(defaults.kv_scale_kpe == 1.0f);
+  CHECK(defaults.kv_scale_ckv_device == nullptr);
+  CHECK(defaults.kv_scale_kpe_device == nullptr);
+
+  // Each field reaches MlaRunArgs as given; the values are run()'s to check, not the ABI's.
+  const float device_scales[2] = {0.5f, 0.25f};
+  args.sm_scale = 0.0721f;
+  args.kv_scale_ckv = 0.0125f;
+  args.kv_scale_kpe = 3.5f;
+  const mlajit::MlaRunArgs floats = mlajit::capi::to_run_args(&args);
+  CHECK(floats.sm_scale == 0.0721f);
+  CHECK(floats.kv_scale_ckv == 0.0125f);
+  CHECK(floats.kv_scale_kpe == 3.5f);
+  CHECK(floats.kv_scale_ckv_device == nullptr);
+  args.kv_scale_ckv = args.kv_scale_kpe = 1.0f;
+  args.kv_scale_ckv_device = &device_scales[0];
+  args.kv_scale_kpe_device = &device_scales[1];
+  const mlajit::MlaRunArgs pointers = mlajit::capi::to_run_args(&args);
+  CHECK(pointers.kv_scale_ckv_device == &device_scales[0]);
+  CHECK(pointers.kv_scale_kpe_device == &device_scales[1]);
+  CHECK(pointers.kv_scale_ckv == 1.0f);
+
+  // A program built against the 0.1 header: whatever lies past its struct is never read.
+  mlajit_run_args old;
+  std::memset(&old, 0x5a, sizeof(old));
+  old.struct_size = sizeof(run_args_0_1);
+  old.num_tokens = 7;
+  old.sm_scale = 0.125f;
+  const mlajit::MlaRunArgs read = mlajit::capi::to_run_args(&old);
+  CHECK(read.num_tokens == 7);
+  CHECK(read.sm_scale == 0.125f);
+  CHECK(read.kv_scale_ckv == 1.0f);
+  CHECK(read.kv_scale_kpe == 1.0f);
+  CHECK(read.kv_scale_ckv_device == nullptr);
+  CHECK(read.kv_scale_kpe_device == nullptr);
+  old.struct_size = sizeof(run_args_0_1) - 8;
+  CHECK_THROWS_WITH(mlajit::capi::to_run_args(&old),
+                    Catch::Contains("args->struct_size=" + std::to_string(sizeof(run_args_0_1) - 8) +
+                                    " is too small: expected " + std::to_string(sizeof(args))) &&
+                        Catch::Contains(", or " + std::to_string(sizeof(run_args_0_1)) + " from an older"));
+  old.struct_size = sizeof(args) + 8;
+  CHECK_THROWS_WITH(mlajit::capi::to_run_args(&old),
+                    Catch::Contains("is larger than this library's"));
+}
+
 TEST_CASE("an invalid shape is reported before the GPU is touched") {
   mlajit_attention_t* attention = nullptr;
   mlajit_shape shape = deepseek_shape();

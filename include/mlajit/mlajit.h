@@ -138,7 +138,8 @@ typedef struct mlajit_batch {
 } mlajit_batch;
 
 /* Device pointers and strides in ELEMENTS for one run. The last dimension of every tensor is
- * contiguous; pointers 16-byte aligned, strides multiples of 8 elements. */
+ * contiguous; pointers 16-byte aligned, strides multiples of 16 bytes (8 elements of a 16-bit
+ * dtype, 16 of an e4m3 KV cache). */
 typedef struct mlajit_run_args {
   size_t struct_size;
   const void* q_nope; /* [num_tokens][num_heads][head_dim_ckv] */
@@ -155,6 +156,17 @@ typedef struct mlajit_run_args {
   float* lse;         /* optional (NULL), float32 [num_tokens][num_heads] dense */
   int64_t num_tokens; /* must equal qo_indptr[batch_size] of the plan */
   float sm_scale;     /* softmax scale, e.g. 1/sqrt(192) for DeepSeek */
+  int32_t reserved;   /* names the 0.1 layout's tail padding, never read: the fields below start
+                         past every byte an older program's struct_size covers */
+  /* Appended in 0.2.0; a struct_size without them (an older header) is still accepted.
+   * Dequantization of an e4m3 KV cache (shape kv_dtype MLAJIT_FLOAT8_E4M3): the kernel reads
+   * ckv * scale and kpe * scale. Each scale is a float (finite, > 0) or a device pointer to one
+   * float32 read at run time (a captured CUDA graph follows its updates), then with its float
+   * left at 1. A 16-bit KV cache takes neither: floats 1, pointers NULL. */
+  float kv_scale_ckv; /* default 1 */
+  float kv_scale_kpe; /* default 1 */
+  const float* kv_scale_ckv_device; /* NULL (default) or 4-byte aligned */
+  const float* kv_scale_kpe_device;
 } mlajit_run_args;
 
 typedef struct mlajit_plan_info {

@@ -54,12 +54,15 @@ class RunArgs(ctypes.Structure):
                 ("kpe", c_void_p), ("kpe_stride_page", c_int64), ("kpe_stride_token", c_int64),
                 ("kv_indices", c_void_p),
                 ("out", c_void_p), ("out_stride_token", c_int64), ("out_stride_head", c_int64),
-                ("lse", c_void_p), ("num_tokens", c_int64), ("sm_scale", c_float)]
+                ("lse", c_void_p), ("num_tokens", c_int64), ("sm_scale", c_float),
+                # 0.2.0: past the 0.1 tail padding (`reserved`), the FP8 KV scales
+                ("reserved", c_int32), ("kv_scale_ckv", c_float), ("kv_scale_kpe", c_float),
+                ("kv_scale_ckv_device", c_void_p), ("kv_scale_kpe_device", c_void_p)]
 
 
 # RunArgs written in one call (run()'s hot path): the struct module's native mode ("@") lays
 # fields out as the C compiler does; _check_run_args_layout proves it field by field at import.
-RUN_ARGS_PACK = struct.Struct("@N" + "Pqq" * 4 + "P" + "Pqq" + "P" + "q" + "f")
+RUN_ARGS_PACK = struct.Struct("@N" + "Pqq" * 4 + "P" + "Pqq" + "P" + "q" + "f" + "iff" + "PP")
 
 
 def _check_run_args_layout():

@@ -1,5 +1,7 @@
 """BatchMlaAttention for Python: the C ABI through ctypes, on PyTorch tensors."""
 import ctypes
+import math
+import numbers
 
 from . import _capi
 from . import _op_handles
@@ -97,18 +99,21 @@ class ShapeSpec:
         return shape
 
 
-def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_scale, lse=None):
+def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_scale, lse=None,
+                  kv_scale_ckv=1.0, kv_scale_kpe=1.0):
     """Checks the tensors against `shape` and returns the C run arguments. No GPU needed.
 
     q_nope [tokens, heads, ckv], q_pe [tokens, heads, kpe], ckv [pages, page_size, ckv],
     kpe [pages, page_size, kpe] (may be views into one [pages, page_size, ckv + kpe] cache),
-    kv_indices int32 [n], out like q_nope, lse float32 [tokens, heads] contiguous or None."""
+    kv_indices int32 [n], out like q_nope, lse float32 [tokens, heads] contiguous or None.
+    kv_scale_ckv/kpe: an e4m3 cache's dequantization scales (see kv_scales)."""
     qn, qp, c, k, idx, o = (T.describe(name, value) for name, value in (
         ("q_nope", q_nope), ("q_pe", q_pe), ("ckv", ckv), ("kpe", kpe),
         ("kv_indices", kv_indices), ("out", out)))
     l = None if lse is None else T.describe("lse", lse)
     tokens = check_run_tensors(shape, device, qn, qp, c, k, idx, o, l)
     _require_sm_scale(sm_scale)
+    scales = kv_scales(shape, device, kv_scale_ckv, kv_scale_kpe)
     args = _capi.new(_capi.RunArgs)
     args.q_nope, (args.q_nope_stride_token, args.q_nope_stride_head) = qn.ptr, qn.strides[:2]
     args.q_pe, (args.q_pe_stride_token, args.q_pe_stride_head) = qp.ptr, qp.strides[:2]
@@ -119,6 +124,8 @@ def make_run_args(shape, device, q_nope, q_pe, ckv, kpe, kv_indices, out, sm_sca
     args.lse = 0 if l is None else l.ptr
     args.num_tokens = tokens
     args.sm_scale = float(sm_scale)
+    (args.kv_scale_ckv, args.kv_scale_kpe, args.kv_scale_ckv_device,
+     args.kv_scale_kpe_device) = scales
     return args
 
 
@@ -147,6 +154,68 @@ def _require_sm_scale(sm_scale):
     if not (isinstance(sm_scale, (int, float)) and sm_scale > 0):  # also rejects None and NaN
         raise ValueError(f"sm_scale={sm_scale!r}: expected a positive float, e.g. 1/sqrt(192) "
                          f"for DeepSeek (the query head dim before absorption)")
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def kv_scale_fields(name, value, device, describe=T.describe):
+    """(float, device address) of one KV scale for the C struct: a Python float (finite, > 0 as
+    a float32) gives (value, 0); a one-element float32 CUDA tensor gives (1.0, its address),
+    which the kernel reads at run time, so that a captured CUDA graph follows later writes to
+    it. Anything else: TypeError or ValueError naming `name`. `describe` turns a tensor into a
+    _tensors.Tensor (the op's fake implementation passes its own: fake tensors have no data)."""
+    if type(value) is float and 1.2e-38 < value < _FLOAT32_MAX:  # the common case, cheaply
+        return value, 0
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        as_float32 = ctypes.c_float(float(value)).value  # what the C field will hold
+        if not (math.isfinite(as_float32) and as_float32 > 0):
+            raise ValueError(f"{name}={value!r}: expected a finite float > 0 (as a float32), or a "
+                             f"one-element float32 CUDA tensor")
+        return as_float32, 0
+    if not (T._is_torch(value) or hasattr(value, "__cuda_array_interface__")):
+        got = repr(value) if value is None or isinstance(value, (bool, str)) else \
+            type(value).__name__
+        raise TypeError(f"{name} must be a float or a one-element float32 CUDA tensor, got {got}")
+    if T._is_torch(value) and value.device.type != "cuda":
+        raise ValueError(f"{name} is a tensor on {value.device}: expected a CUDA tensor (the "
+                         f"kernel reads it on the GPU; pass a float for a host value)")
+    tensor = describe(name, value)
+    if tensor.dtype != T.F32:
+        raise TypeError(f"{tensor.name} has dtype {tensor.dtype}: expected float32 (one element)")
+    if math.prod(tensor.shape) != 1:
+        raise ValueError(f"{tensor.name} has shape {tensor.shape}: expected one element, shape () "
+                         f"or (1,)")
+    if device is not None and tensor.device is not None and tensor.device != device:
+        raise ValueError(f"{tensor.name} is on cuda:{tensor.device}: expected cuda:{device}, the "
+                         f"attention object's device")
+    if tensor.ptr % 4:
+        raise ValueError(f"{tensor.name} starts at 0x{tensor.ptr:x}, not 4-byte aligned")
+    return 1.0, tensor.ptr
+
+
+_UNSCALED = (1.0, 1.0, 0, 0)  # kv_scales' fields for the default scales
+
+
+def kv_scales(shape, device, kv_scale_ckv, kv_scale_kpe, describe=T.describe,
+              names=("kv_scale_ckv", "kv_scale_kpe")):
+    """The C fields (kv_scale_ckv, kv_scale_kpe, kv_scale_ckv_device, kv_scale_kpe_device): each
+    scale a float or a one-element float32 CUDA tensor (kv_scale_fields). Only an e4m3 KV cache
+    is scaled: a 16-bit one takes the defaults, 1.0 and no tensor (as run() in C++ checks; here
+    the message comes before the library is called, and at trace time from the op). `names`:
+    what messages call the two scales (the op's own argument names)."""
+    ckv, ckv_device = kv_scale_fields(names[0], kv_scale_ckv, device, describe)
+    kpe, kpe_device = kv_scale_fields(names[1], kv_scale_kpe, device, describe)
+    if shape.cache_dtype != T.E4M3:
+        for name, value, as_float in ((names[0], kv_scale_ckv, ckv),
+                                      (names[1], kv_scale_kpe, kpe)):
+            is_number = isinstance(value, numbers.Real)  # else a tensor (a fake one has no ptr)
+            if not is_number or as_float != 1.0:
+                given = repr(value) if is_number else "a tensor"
+                raise ValueError(f"{name}={given} scales an e4m3 KV cache, but this object's KV "
+                                 f"cache is {shape.cache_dtype}, which takes no scale: expected "
+                                 f"1.0 (or an object created with kv_dtype='float8_e4m3fn')")
+    return ckv, kpe, ckv_device, kpe_device
 
 
 def _torch_fingerprint(tensor):
@@ -260,8 +329,14 @@ class BatchMlaAttention:
                                                     self._stream(stream)))
         self._num_tokens = qo_c[batch_size] if batch_size else 0
 
-    def run(self, q_nope, q_pe, ckv, kpe, kv_indices, sm_scale, out=None, lse=None, stream=None):
-        """Writes out (allocated like q_nope when None) and lse (optional) and returns out."""
+    def run(self, q_nope, q_pe, ckv, kpe, kv_indices, sm_scale, out=None, lse=None, stream=None,
+            *, kv_scale_ckv=1.0, kv_scale_kpe=1.0):
+        """Writes out (allocated like q_nope when None) and lse (optional) and returns out.
+
+        An e4m3 KV cache (kv_dtype='float8_e4m3fn') is read as ckv * kv_scale_ckv and
+        kpe * kv_scale_kpe; each scale is a float or a one-element float32 CUDA tensor, which
+        the kernel reads at run time (a captured CUDA graph then follows updates to it). A
+        16-bit cache takes neither."""
         if out is None:
             if not T._is_torch(q_nope):
                 raise TypeError("out is required when q_nope is not a torch tensor")
@@ -283,18 +358,24 @@ class BatchMlaAttention:
                                out.data_ptr())
             if not (qn | qp | c | k | o) & 15:
                 _require_sm_scale(sm_scale)
+                # (types first: comparing a tensor with 1.0 would read it back from the GPU)
+                if (kv_scale_ckv.__class__ is float is kv_scale_kpe.__class__ and
+                        kv_scale_ckv == 1.0 and kv_scale_kpe == 1.0):
+                    scales = _UNSCALED  # the 16-bit caches' only case: skip the calls
+                else:
+                    scales = kv_scales(self.shape, self.device, kv_scale_ckv, kv_scale_kpe)
                 s = checked[1]
                 _capi.RUN_ARGS_PACK.pack_into(
                     self._args, 0, s[0], qn, s[1], s[2], qp, s[3], s[4], c, s[5], s[6], k, s[7], s[8],
                     kv_indices.data_ptr(), o, s[9], s[10], 0 if lse is None else lse.data_ptr(),
-                    s[11], sm_scale)
+                    s[11], sm_scale, 0, *scales)
                 status = self._run_c(self._handle_address, self._args_address, self._stream(stream))
                 if status:
                     _capi.check(status)
                 return out
             # a misaligned pointer: the full checks below say which
         args = make_run_args(self.shape, self.device, q_nope, q_pe, ckv, kpe, kv_indices, out,
-                             sm_scale, lse)
+                             sm_scale, lse, kv_scale_ckv, kv_scale_kpe)
         if fingerprints is not None and _all_torch((q_nope, q_pe, ckv, kpe, kv_indices, out, lse)):
             self._checked = (fingerprints, (
                 args.struct_size, args.q_nope_stride_token, args.q_nope_stride_head,

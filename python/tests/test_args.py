@@ -10,11 +10,12 @@ import which_mlajit  # noqa: E402
 
 which_mlajit.use_source_tree()  # the tree's package and build unless MLAJIT_TEST_INSTALLED=1
 import ctypes  # noqa: E402
+import re  # noqa: E402
 import types  # noqa: E402
 
 import mlajit  # noqa: E402
 from mlajit import _capi, _streams  # noqa: E402
-from fakes import BF16, F32, FakeDtype, FakeTorchTensor, RecordingLibrary  # noqa: E402
+from fakes import BF16, F32, I32, FakeDtype, FakeTorchTensor, RecordingLibrary  # noqa: E402
 
 
 class FakeDeviceArray:
@@ -256,10 +257,22 @@ def fields(args):
 
 class RunArgsPacking(unittest.TestCase):
     def test_the_one_call_pack_writes_every_field_where_the_c_struct_has_it(self):
-        values = [ctypes.sizeof(_capi.RunArgs)] + [(i + 1) * 16 for i in range(18)] + [0.25]
+        values = ([ctypes.sizeof(_capi.RunArgs)] + [(i + 1) * 16 for i in range(18)] + [0.25] +
+                  [0, 0.5, 2.0, 0x7f0000000004, 0x7f0000000008])
         args = _capi.RunArgs()
         _capi.RUN_ARGS_PACK.pack_into(args, 0, *values)
         self.assertEqual(list(fields(args).values()), values)
+
+    def test_the_scales_start_past_the_older_layout(self):
+        # The 0.1 struct was 160 bytes (sm_scale at 152, then padding, now `reserved`): the
+        # scales appended in 0.2.0 start past every byte an older program's struct_size covers.
+        self.assertEqual(_capi.RunArgs.sm_scale.offset, 152)
+        self.assertEqual(_capi.RunArgs.reserved.offset, 156)
+        self.assertEqual(_capi.RunArgs.kv_scale_ckv.offset, 160)
+        self.assertEqual(_capi.RunArgs.kv_scale_kpe.offset, 164)
+        self.assertEqual(_capi.RunArgs.kv_scale_ckv_device.offset, 168)
+        self.assertEqual(_capi.RunArgs.kv_scale_kpe_device.offset, 176)
+        self.assertEqual(ctypes.sizeof(_capi.RunArgs), 184)
 
 
 def torch_tensors(tokens=3, pages=5, base=0x7f0000000000):
@@ -269,6 +282,138 @@ def torch_tensors(tokens=3, pages=5, base=0x7f0000000000):
                 kpe=FakeTorchTensor((pages, 64, 64), ptr=base + 0x400000),
                 kv_indices=FakeTorchTensor((7,), FakeDtype("int32"), ptr=base + 0x500000),
                 out=FakeTorchTensor((tokens, 16, 512), ptr=base + 0x600000))
+
+
+E4M3 = FakeDtype("float8_e4m3fn")
+
+
+def e4m3_tensors(base=0x7f0000000000):
+    tensors = torch_tensors(base=base)
+    tensors["ckv"] = FakeTorchTensor((5, 64, 512), E4M3, ptr=base + 0x200000)
+    tensors["kpe"] = FakeTorchTensor((5, 64, 64), E4M3, ptr=base + 0x400000)
+    return tensors
+
+
+def scale_tensor(shape=(), dtype=F32, ptr=0x7f0000700000, device=0):
+    return FakeTorchTensor(shape, dtype, ptr=ptr, device=device)
+
+
+class KvScaleArguments(unittest.TestCase):
+    """kv_scale_ckv / kv_scale_kpe of an e4m3 KV cache: a float, or a one-element float32 CUDA
+    tensor passed as the device pointer the kernel reads at run time."""
+
+    def make(self, shape=None, tensors=None, **scales):
+        shape = shape or mlajit.ShapeSpec(num_heads=16, kv_dtype="float8_e4m3fn")
+        return mlajit.make_run_args(shape, 0, sm_scale=0.07, **(tensors or e4m3_tensors()),
+                                    **scales)
+
+    def test_the_defaults_are_unscaled(self):
+        args = self.make()
+        self.assertEqual((args.kv_scale_ckv, args.kv_scale_kpe), (1.0, 1.0))
+        self.assertFalse(args.kv_scale_ckv_device)
+        self.assertFalse(args.kv_scale_kpe_device)
+        args = mlajit.make_run_args(mlajit.ShapeSpec(num_heads=16), 0, sm_scale=0.07,
+                                    **torch_tensors())  # a bf16 cache
+        self.assertEqual((args.kv_scale_ckv, args.kv_scale_kpe), (1.0, 1.0))
+
+    def test_floats_reach_the_float_fields(self):
+        args = self.make(kv_scale_ckv=0.0125, kv_scale_kpe=3)
+        self.assertAlmostEqual(args.kv_scale_ckv, 0.0125, places=7)
+        self.assertEqual(args.kv_scale_kpe, 3.0)
+        self.assertFalse(args.kv_scale_ckv_device)
+        self.assertFalse(args.kv_scale_kpe_device)
+
+    def test_a_one_element_float32_tensor_is_passed_as_its_address(self):
+        for shape in ((), (1,), (1, 1)):
+            args = self.make(kv_scale_ckv=scale_tensor(shape),
+                             kv_scale_kpe=scale_tensor(shape, ptr=0x7f0000700004))
+            self.assertEqual((args.kv_scale_ckv, args.kv_scale_kpe), (1.0, 1.0))
+            self.assertEqual(args.kv_scale_ckv_device, 0x7f0000700000)
+            self.assertEqual(args.kv_scale_kpe_device, 0x7f0000700004)
+        # __cuda_array_interface__ arrays too; one scale a tensor, the other a float
+        args = self.make(kv_scale_ckv=FakeDeviceArray((1,), "<f4", ptr=0x30000), kv_scale_kpe=0.5)
+        self.assertEqual((args.kv_scale_ckv_device, args.kv_scale_kpe), (0x30000, 0.5))
+
+    def test_a_bad_float_is_a_value_error_naming_the_argument_and_value(self):
+        for bad in (0.0, -1.0, float("nan"), float("inf"), 1e39, 1e-50):  # the last two: float32
+            with self.assertRaisesRegex(ValueError, re.escape(f"kv_scale_kpe={bad!r}: expected a "
+                                                              f"finite float > 0 (as a float32)")):
+                self.make(kv_scale_kpe=bad)
+
+    def test_neither_a_float_nor_a_tensor_is_a_type_error(self):
+        for bad, got in ((None, "None"), ("0.5", "'0.5'"), (True, "True"), ([0.5], "list")):
+            with self.assertRaisesRegex(TypeError, rf"kv_scale_ckv must be a float or a one-element "
+                                                   rf"float32 CUDA tensor, got {got}"):
+                self.make(kv_scale_ckv=bad)
+
+    def test_a_tensor_of_the_wrong_dtype_size_device_or_alignment_is_refused(self):
+        with self.assertRaisesRegex(TypeError, r"kv_scale_ckv has dtype bfloat16: expected float32"):
+            self.make(kv_scale_ckv=scale_tensor(dtype=BF16))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_kpe has shape \(2,\): expected one "
+                                                r"element, shape \(\) or \(1,\)"):
+            self.make(kv_scale_kpe=scale_tensor((2,)))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_kpe has shape \(0,\)"):
+            self.make(kv_scale_kpe=scale_tensor((0,)))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv is a tensor on cpu: expected a CUDA "
+                                                r"tensor .*pass a float for a host value"):
+            self.make(kv_scale_ckv=scale_tensor(device=-1))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv is on cuda:1: expected cuda:0"):
+            self.make(kv_scale_ckv=scale_tensor(device=1))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv starts at 0x7f0000700002, not "
+                                                r"4-byte aligned"):
+            self.make(kv_scale_ckv=scale_tensor(ptr=0x7f0000700002))
+        with self.assertRaisesRegex(TypeError, r"kv_scale_kpe has dtype float16: expected float32"):
+            self.make(kv_scale_kpe=FakeDeviceArray((1,), "<f2"))
+
+    def test_a_16_bit_cache_takes_no_scale(self):
+        bf16 = mlajit.ShapeSpec(num_heads=16)
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv=0.5 scales an e4m3 KV cache, but "
+                                                r"this object's KV cache is bfloat16"):
+            self.make(bf16, torch_tensors(), kv_scale_ckv=0.5)
+        with self.assertRaisesRegex(ValueError, r"kv_scale_kpe=a tensor scales an e4m3 KV cache"):
+            self.make(bf16, torch_tensors(), kv_scale_kpe=scale_tensor())
+        self.make(bf16, torch_tensors(), kv_scale_ckv=1.0, kv_scale_kpe=1)
+
+
+class KvScalesThroughRun(unittest.TestCase):
+    """BatchMlaAttention.run passes the scales on both paths: the full checks and the repeated
+    call that reuses them."""
+
+    def setUp(self):
+        self.saved = _capi._library
+        _capi._library = self.library = RecordingLibrary()
+        self.attention = mlajit.BatchMlaAttention(num_heads=16, device=0, kv_dtype="e4m3")
+
+    def tearDown(self):
+        _capi._library = self.saved
+
+    def run_and_record(self, **scales):
+        self.attention.run(sm_scale=0.07, stream=0x5000, **e4m3_tensors(), **scales)
+        return self.library.runs[-1][1]
+
+    def test_every_call_carries_its_own_scales(self):
+        device_scale = scale_tensor(ptr=0x7f0000700010)
+        for scales in ({}, dict(kv_scale_ckv=0.25, kv_scale_kpe=0.125),
+                       dict(kv_scale_ckv=device_scale), dict(kv_scale_kpe=device_scale), {}):
+            got = fields(self.run_and_record(**scales))
+            want = fields(mlajit.make_run_args(self.attention.shape, 0, sm_scale=0.07,
+                                               **e4m3_tensors(), **scales))
+            self.assertEqual(got, want, scales)
+        self.assertEqual(got["kv_scale_ckv"], 1.0)
+        self.assertFalse(got["kv_scale_kpe_device"])
+        self.assertEqual(len(self.library.runs), 5)
+
+    def test_a_bad_scale_on_a_repeated_call_is_refused_before_the_library(self):
+        self.run_and_record()
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv=-2.0"):
+            self.run_and_record(kv_scale_ckv=-2.0)
+        with self.assertRaisesRegex(TypeError, r"kv_scale_kpe has dtype int32"):
+            self.run_and_record(kv_scale_kpe=scale_tensor(dtype=I32))
+        self.assertEqual(len(self.library.runs), 1)
+
+    def test_the_scales_are_keyword_only(self):
+        with self.assertRaises(TypeError):
+            self.attention.run(*e4m3_tensors().values(), 0.07, None, None, 0x5000, 0.5)
 
 
 class CompileModeOption(unittest.TestCase):
@@ -453,6 +598,17 @@ class ThroughTheLibrary(unittest.TestCase):
         header = os.path.join(os.path.dirname(__file__), "..", "..", "include", "mlajit", "version.h")
         with open(header) as text:
             self.assertIn(f'"{mlajit.version()}"', text.read())
+
+    def test_the_run_args_mirror_the_library_struct_and_its_defaults(self):
+        library = library_or_skip(self)
+        init = library["mlajit_run_args_init"]
+        init.restype, init.argtypes = None, [ctypes.POINTER(_capi.RunArgs)]
+        args = _capi.RunArgs()
+        init(ctypes.byref(args))
+        self.assertEqual(args.struct_size, ctypes.sizeof(_capi.RunArgs))  # the C sizeof
+        self.assertEqual((args.kv_scale_ckv, args.kv_scale_kpe), (1.0, 1.0))
+        self.assertIsNone(args.kv_scale_ckv_device)
+        self.assertIsNone(args.kv_scale_kpe_device)
 
     def test_an_invalid_shape_is_an_mlajit_error_with_a_message(self):
         library_or_skip(self)

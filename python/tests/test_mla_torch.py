@@ -157,6 +157,51 @@ class MlaAgainstTorchReference(unittest.TestCase):
             want, _ = reference(problem, scale, causal=False)
             self.check_close(out, want, 2e-2, "graph replay")
 
+    def test_fp8_kv_cache_with_float_and_device_scales(self):
+        """An e4m3 cache, per-tensor scales as floats, as one-element tensors, and as tensors a
+        captured graph reads anew at each replay; the reference reads the dequantized cache."""
+        heads, scale = 128, 1 / math.sqrt(192)
+        kv_lens = [random.randint(1, 3000) for _ in range(5)] + [64, 1]
+        p = make_problem(kv_lens, [1] * len(kv_lens), heads, 512, 64, 64, torch.bfloat16,
+                         self.generator)
+        fp8, kv_scales = {}, {}
+        for key in ("ckv", "kpe"):
+            kv_scales[key] = p[key].float().abs().max().item() / 448  # e4m3's largest value
+            fp8[key] = (p[key].float() / kv_scales[key]).to(torch.float8_e4m3fn)
+            p[key] = fp8[key].float() * kv_scales[key]  # what the kernel is to read
+        attention = mlajit.BatchMlaAttention(num_heads=heads, kv_dtype=torch.float8_e4m3fn,
+                                             cluster_size=1, workspace_bytes=64 << 20)
+        attention.plan(p["qo_indptr"], p["kv_indptr"], p["kv_len"])
+        args = dict(q_nope=p["q_nope"], q_pe=p["q_pe"], ckv=fp8["ckv"], kpe=fp8["kpe"],
+                    kv_indices=p["kv_indices"], sm_scale=scale)
+        lse = torch.empty(p["q_nope"].shape[:2], dtype=torch.float32, device="cuda")
+        want_out, want_lse = reference(p, scale, causal=False)
+
+        out = attention.run(**args, lse=lse, kv_scale_ckv=kv_scales["ckv"],
+                            kv_scale_kpe=kv_scales["kpe"])
+        torch.cuda.synchronize()
+        self.check_close(out, want_out, 2e-2, "fp8, float scales: out")
+        self.check_close(lse, want_lse, 1e-2, "fp8, float scales: lse")
+
+        ckv_scale = torch.tensor(kv_scales["ckv"], dtype=torch.float32, device="cuda")  # 0-dim
+        kpe_scale = torch.tensor([kv_scales["kpe"]], dtype=torch.float32, device="cuda")
+        out = attention.run(**args, lse=lse, kv_scale_ckv=ckv_scale, kv_scale_kpe=kpe_scale)
+        torch.cuda.synchronize()
+        self.check_close(out, want_out, 2e-2, "fp8, device scales: out")
+        self.check_close(lse, want_lse, 1e-2, "fp8, device scales: lse")
+
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            attention.run(**args, out=out, lse=lse, kv_scale_ckv=ckv_scale,
+                          kv_scale_kpe=kpe_scale)
+        ckv_scale.mul_(2)  # after the capture: the replay must read the new value
+        out.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        want_out, want_lse = reference(dict(p, ckv=p["ckv"] * 2), scale, causal=False)
+        self.check_close(out, want_out, 2e-2, "fp8, device scale updated after capture: out")
+        self.check_close(lse, want_lse, 1e-2, "fp8, device scale updated after capture: lse")
+
     def test_torch_argument_errors_name_the_argument(self):
         attention = mlajit.BatchMlaAttention(num_heads=16)
         p = make_problem([100], [1], 16, 512, 64, 64, torch.bfloat16, self.generator)

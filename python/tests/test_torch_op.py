@@ -125,6 +125,13 @@ class OpRegistration(WithStandInLibrary):
         self.assertIn("-> ()", schema)
         self.assertIs(mlajit.torch_ops.run._opoverload, torch.ops.mlajit.run.default)
 
+    def test_the_kv_scales_come_as_floats_or_as_tensors(self):
+        # A schema has no float-or-tensor type: each scale has a float (a constant to the
+        # compiler) and a tensor (read by the kernel at run time), both defaulted.
+        schema = str(torch.ops.mlajit.run.default._schema)
+        self.assertIn("float kv_scale_ckv=1., float kv_scale_kpe=1., "
+                      "Tensor? kv_scale_ckv_tensor=None, Tensor? kv_scale_kpe_tensor=None", schema)
+
     def test_each_object_gets_its_own_handle_and_a_closed_one_is_refused(self):
         from mlajit import _op_handles
         other = mlajit.BatchMlaAttention(num_heads=16, device=0)
@@ -152,6 +159,50 @@ class OpRegistration(WithStandInLibrary):
         with self.assertRaisesRegex(ValueError, r"q_nope is on cpu: expected a CUDA tensor"):
             torch.ops.mlajit.run(q, q[..., :64], q, q[..., :64], torch.zeros(1, dtype=torch.int32),
                                  q, None, SCALE, self.attention.op_handle)
+
+
+class EagerScalesReachTheObject(WithStandInLibrary):
+    """The op hands each scale to BatchMlaAttention.run in one argument: the tensor when one is
+    given, else the float (a stand-in object records what it gets; no GPU needed, so a tensor
+    is seen only as far as its device check, which names the op's argument)."""
+
+    def setUp(self):
+        super().setUp()
+        from mlajit import _op_handles
+
+        class Recorder:
+            shape, device = mlajit.ShapeSpec(num_heads=16, kv_dtype="e4m3"), 0
+
+            def __init__(self):
+                self.calls = []
+
+            def run(self, *args, **kwargs):
+                self.calls.append(kwargs)
+
+        self.recorder = Recorder()
+        self.handle = _op_handles.register(self.recorder)
+        self.addCleanup(_op_handles.unregister, self.handle)
+
+    def call(self, **scales):
+        q = torch.zeros(3, 16, 512, dtype=torch.bfloat16)
+        torch.ops.mlajit.run(q, q[..., :64], q, q[..., :64], torch.zeros(1, dtype=torch.int32), q,
+                             None, SCALE, self.handle, **scales)
+        return self.recorder.calls[-1]
+
+    def test_floats_tensors_and_defaults(self):
+        got = self.call()
+        self.assertEqual((got["kv_scale_ckv"], got["kv_scale_kpe"]), (1.0, 1.0))
+        got = self.call(kv_scale_ckv=0.5, kv_scale_kpe=0.25)
+        self.assertEqual((got["kv_scale_ckv"], got["kv_scale_kpe"]), (0.5, 0.25))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_kpe_tensor is a tensor on cpu: "
+                                                r"expected a CUDA tensor"):
+            self.call(kv_scale_ckv=0.5, kv_scale_kpe_tensor=torch.ones((), dtype=torch.float32))
+        self.assertEqual(len(self.recorder.calls), 2)
+
+    def test_a_scale_given_both_ways_is_refused(self):
+        with self.assertRaisesRegex(ValueError, r"kv_scale_kpe=0.5 and kv_scale_kpe_tensor are "
+                                                r"both given: expected one of them"):
+            self.call(kv_scale_kpe=0.5, kv_scale_kpe_tensor=torch.ones(1))
 
 
 class FakeImplementation(WithStandInLibrary):
@@ -198,6 +249,38 @@ class FakeImplementation(WithStandInLibrary):
         with self.assertRaisesRegex(ValueError, r"no live BatchMlaAttention has op handle 999999"):
             self.call(handle=999999)
 
+    def test_kv_scales_are_checked_at_trace_time(self):
+        e4m3 = mlajit.BatchMlaAttention(num_heads=16, device=0, kv_dtype=torch.float8_e4m3fn)
+        with self.mode:
+            cache = torch.empty(5, 64, 576, dtype=torch.float8_e4m3fn, device="cuda")
+            scale = torch.empty((), dtype=torch.float32, device="cuda")
+            one = torch.empty(1, dtype=torch.float32, device="cuda")
+            two = torch.empty(2, dtype=torch.float32, device="cuda")
+            f16 = torch.empty((), dtype=torch.float16, device="cuda")
+            on_cpu = torch.empty((), dtype=torch.float32)
+        fp8 = dict(ckv=cache[..., :512], kpe=cache[..., 512:], handle=e4m3.op_handle)
+        self.assertIsNone(self.call(**fp8, kv_scale_ckv=0.5, kv_scale_kpe=2.0))
+        self.assertIsNone(self.call(**fp8, kv_scale_ckv_tensor=scale, kv_scale_kpe_tensor=one))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv=0.0: expected a finite float > 0"):
+            self.call(**fp8, kv_scale_ckv=0.0)
+        with self.assertRaisesRegex(ValueError, r"kv_scale_kpe_tensor has shape \(2,\): expected "
+                                                r"one element"):
+            self.call(**fp8, kv_scale_kpe_tensor=two)
+        with self.assertRaisesRegex(TypeError, r"kv_scale_ckv_tensor has dtype float16: expected "
+                                               r"float32"):
+            self.call(**fp8, kv_scale_ckv_tensor=f16)
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv_tensor is a tensor on cpu: expected "
+                                                r"a CUDA tensor"):
+            self.call(**fp8, kv_scale_ckv_tensor=on_cpu)
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv=0.5 and kv_scale_ckv_tensor"):
+            self.call(**fp8, kv_scale_ckv=0.5, kv_scale_ckv_tensor=scale)
+        # The bf16 object of setUp: its cache takes no scale, in either form.
+        with self.assertRaisesRegex(ValueError, r"kv_scale_kpe=0.5 scales an e4m3 KV cache, but "
+                                                r"this object's KV cache is bfloat16"):
+            self.call(kv_scale_kpe=0.5)
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv_tensor=a tensor scales an e4m3"):
+            self.call(kv_scale_ckv_tensor=scale)
+
 
 class DynamoTracesAStep(WithStandInLibrary):
     def test_a_model_step_calling_the_op_traces_as_one_graph(self):
@@ -223,6 +306,36 @@ class DynamoTracesAStep(WithStandInLibrary):
                  if node.op == "call_function" and "mlajit" in str(node.target)]
         self.assertEqual(len(calls), 1, exported.graph)
         self.assertEqual(calls[0].args[-2:], (SCALE, handle))  # the scalars, as traced constants
+
+    def test_a_step_with_device_scales_traces_them_as_tensor_inputs(self):
+        # The scales as tensors are graph inputs, not constants: a captured graph reads whatever
+        # the tensors hold at replay, and a new value needs no new trace.
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        e4m3 = mlajit.BatchMlaAttention(num_heads=16, device=0, kv_dtype="e4m3")
+        handle = e4m3.op_handle
+
+        class Step(torch.nn.Module):
+            def forward(self, q, cache, kv_indices, ckv_scale, kpe_scale):
+                out = q.new_empty(q.shape[0], q.shape[1], 512)
+                torch.ops.mlajit.run(q[..., :512], q[..., 512:], cache[..., :512],
+                                     cache[..., 512:], kv_indices, out, None, SCALE, handle,
+                                     kv_scale_ckv_tensor=ckv_scale, kv_scale_kpe_tensor=kpe_scale)
+                return out
+
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            inputs = (torch.empty(3, 16, 576, dtype=torch.bfloat16, device="cuda"),
+                      torch.empty(5, 64, 576, dtype=torch.float8_e4m3fn, device="cuda"),
+                      torch.empty(7, dtype=torch.int32, device="cuda"),
+                      torch.empty((), dtype=torch.float32, device="cuda"),
+                      torch.empty(1, dtype=torch.float32, device="cuda"))
+            exported = torch.export.export(Step(), inputs, strict=True)
+        calls = [node for node in exported.graph.nodes
+                 if node.op == "call_function" and "mlajit" in str(node.target)]
+        self.assertEqual(len(calls), 1, exported.graph)
+        placeholders = [node for node in exported.graph.nodes if node.op == "placeholder"]
+        # positional in the graph: ..., sm_scale, handle, the two floats, the two tensors
+        self.assertEqual(calls[0].args[-6:-2], (SCALE, handle, 1.0, 1.0))
+        self.assertEqual(calls[0].args[-2:], tuple(placeholders[3:5]))
 
 
 # ---------------------------------------------------------------------------------------------

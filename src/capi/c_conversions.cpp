@@ -88,8 +88,13 @@ mlajit_batch default_batch() {
 }
 
 mlajit_run_args default_run_args() {
+  const MlaRunArgs cpp;
   mlajit_run_args c{};
   c.struct_size = sizeof(c);
+  c.kv_scale_ckv = cpp.kv_scale_ckv;
+  c.kv_scale_kpe = cpp.kv_scale_kpe;
+  c.kv_scale_ckv_device = cpp.kv_scale_ckv_device;
+  c.kv_scale_kpe_device = cpp.kv_scale_kpe_device;
   return c;
 }
 
@@ -148,7 +153,10 @@ MlaBatch to_batch(const mlajit_batch* batch) {
 }
 
 MlaRunArgs to_run_args(const mlajit_run_args* args) {
-  const mlajit_run_args c = read_struct(args, default_run_args(), "args");
+  // The 0.1 layout ended past sm_scale's padding (`reserved`), where the scales start; the
+  // values are checked by run(), like every other field here.
+  const mlajit_run_args c =
+      read_struct(args, default_run_args(), "args", offsetof(mlajit_run_args, kv_scale_ckv));
   MlaRunArgs cpp;
   cpp.q_nope = c.q_nope;
   cpp.q_nope_stride_token = c.q_nope_stride_token;
@@ -169,6 +177,10 @@ MlaRunArgs to_run_args(const mlajit_run_args* args) {
   cpp.lse = c.lse;
   cpp.num_tokens = c.num_tokens;
   cpp.sm_scale = c.sm_scale;
+  cpp.kv_scale_ckv = c.kv_scale_ckv;
+  cpp.kv_scale_kpe = c.kv_scale_kpe;
+  cpp.kv_scale_ckv_device = c.kv_scale_ckv_device;
+  cpp.kv_scale_kpe_device = c.kv_scale_kpe_device;
   return cpp;
 }
 
