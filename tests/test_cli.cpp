@@ -787,6 +787,38 @@ TEST_CASE("bench --shape takes baseline.md's notation, and modifiers change whic
   }
 }
 
+TEST_CASE("bench --kv-dtype e4m3 applies to every shape, and no peer has an FP8 figure") {
+  REQUIRE_CLI_BUILT();
+  TempDir cache("mlajit-cli-test");
+  const CliRun run = run_cli("bench --dry-run --json --kv-dtype e4m3", cache.path());
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue shapes = parse_json(run.out)["shapes"];
+  CHECK(shapes.items.size() == 38);  // the default list, each over an FP8 cache
+  for (const auto& shape : shapes.items) {
+    CHECK(shape["dtype"].text != "e4m3");  // the queries keep their 16-bit dtype
+    CHECK(shape["kv_dtype"].text == "e4m3");
+    CHECK(shape["fa2_us"].kind == JsonValue::kNull);
+    CHECK(shape["fa3_us"].kind == JsonValue::kNull);
+    CHECK(shape["flashmla_us"].kind == JsonValue::kNull);
+  }
+  const JsonValue* decode = find_shape(shapes, 128, 64, 4096, 64, 1, "kv e4m3");
+  CHECK(decode);
+  const CliRun f16 =
+      run_cli("bench --dry-run --json --shape 16,16,4096,64 --dtype f16 --kv-dtype e4m3",
+              cache.path());
+  REQUIRE(f16.exit_code == 0);
+  CHECK(parse_json(f16.out)["shapes"].items[0]["variant"].text == "fp16 kv e4m3");
+  // Without --kv-dtype the KV cache is the queries' dtype and the peers apply as before.
+  const CliRun plain = run_cli("bench --dry-run --json --shape 16,16,4096,64", cache.path());
+  REQUIRE(plain.exit_code == 0);
+  CHECK(parse_json(plain.out)["shapes"].items[0]["kv_dtype"].text == "bf16");
+  CHECK(parse_json(plain.out)["shapes"].items[0]["fa3_us"].number == Approx(32.80));
+  const CliRun bad = run_cli("bench --dry-run --kv-dtype fp8", cache.path());
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--kv-dtype") != std::string::npos);
+}
+
 TEST_CASE("the embedded peer timings are the newest table of shared/perf/baseline.md") {
   // The data file is generated from baseline.md, which lives in the workplace's shared folder
   // beside the repository; where it is, the file must be what the script makes of it.

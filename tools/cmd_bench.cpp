@@ -22,6 +22,7 @@ namespace {
 struct BenchArgs {
   std::vector<std::string> shapes;  // "H,B,L,page[,q_len,causal]", "ragged:H,B,MIN,MAX,SEED"
   std::string dtype;
+  std::string kv_dtype;
   bool causal = false;
   int q_len = 0;
   int tier = 0;
@@ -83,6 +84,9 @@ std::vector<MlaBenchShape> bench_shapes(const BenchArgs& args, const CLI::App& a
   if (shapes.empty()) shapes = default_bench_shapes();
   for (auto& shape : shapes) {
     if (app.count("--dtype")) as_usage("--dtype", [&] { shape.dtype = parse_dtype(args.dtype); });
+    if (app.count("--kv-dtype")) {
+      as_usage("--kv-dtype", [&] { shape.kv_dtype = parse_dtype(args.kv_dtype); });
+    }
     if (app.count("--causal")) shape.causal = args.causal;
     if (app.count("--qlen")) shape.q_len = args.q_len;
     if (app.count("--tier")) shape.force_tier = args.tier;
@@ -95,6 +99,9 @@ std::string variant_of(const MlaBenchShape& shape) {
   std::string variant;
   auto add = [&](const std::string& word) { variant += (variant.empty() ? "" : " ") + word; };
   if (shape.dtype == DType::kFloat16) add("fp16");
+  if (shape.kv_dtype && *shape.kv_dtype != shape.dtype) {
+    add(std::string("kv ") + dtype_name(*shape.kv_dtype));
+  }
   if (shape.causal) add("causal");
   if (shape.force_tier) add("tier" + std::to_string(shape.force_tier));
   return variant;
@@ -141,13 +148,14 @@ void print_table(const std::vector<BenchRow>& rows) {
 
 std::string csv_text(const std::vector<BenchRow>& rows) {
   std::string csv =
-      "heads,batch,kv_len,page,q_len,variant,dtype,causal,tier,median_us,min_us,max_us,gbps,"
-      "tflops,fa2_us,fa3_us,flashmla_us,vs_fa2,vs_fa3,vs_flashmla,spec\n";
+      "heads,batch,kv_len,page,q_len,variant,dtype,kv_dtype,causal,tier,median_us,min_us,max_us,"
+      "gbps,tflops,fa2_us,fa3_us,flashmla_us,vs_fa2,vs_fa3,vs_flashmla,spec\n";
   for (const auto& [r, peers] : rows) {
     csv += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.3f},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.3f},{:.1f},{:.3f},{},{},{},{},{},{},{}\n",
         r.shape.num_heads, batch_of(r.shape), kv_len_text(r.shape), r.shape.page_size,
-        r.shape.q_len, csv_field(variant_of(r.shape)), dtype_name(r.shape.dtype), r.shape.causal ? 1 : 0,
+        r.shape.q_len, csv_field(variant_of(r.shape)), dtype_name(r.shape.dtype),
+        dtype_name(r.shape.kv_dtype.value_or(r.shape.dtype)), r.shape.causal ? 1 : 0,
         r.plan.tier, r.median_us, r.min_us, r.max_us, r.gbps, r.tflops,
         optional_number(peers.fa2_us, "{:.2f}"), optional_number(peers.fa3_us, "{:.2f}"),
         optional_number(peers.flashmla_us, "{:.2f}"),
@@ -168,6 +176,7 @@ Json shape_json(const MlaBenchShape& shape) {
   row.set("kv_len", shape.ragged_kv_lens.empty() ? Json(shape.kv_len) : Json("ragged"));
   row.set("page", shape.page_size).set("q_len", shape.q_len);
   row.set("variant", variant_of(shape)).set("dtype", dtype_name(shape.dtype));
+  row.set("kv_dtype", dtype_name(shape.kv_dtype.value_or(shape.dtype)));
   return row.set("causal", shape.causal);
 }
 
@@ -242,6 +251,7 @@ std::vector<MlaBenchShape> runnable_default_rows(const std::vector<MlaBenchShape
     mla.num_heads = shape.num_heads;
     mla.page_size = shape.page_size;
     mla.dtype = shape.dtype;
+    mla.kv_dtype = shape.kv_dtype;
     mla.causal = shape.causal;
     MlaOptions options;
     options.kernel = args.kernel;
@@ -272,7 +282,7 @@ int run_bench(const BenchArgs& args, const CLI::App& app) {
   options.iterations = args.iterations;
   options.warmup = args.warmup;
   options.device = args.device;
-  const MlaBench bench(options);
+  MlaBench bench(options);
   std::vector<BenchRow> rows;
   for (const auto& shape : shapes) {
     rows.push_back({bench.run(shape), peer_timings_for(shape)});
@@ -301,13 +311,17 @@ Command add_bench_command(CLI::App& parent) {
       "bench",
       "Time the kernel on the local GPU (median of CUDA-event-timed launches, KV read from HBM) "
       "over the baseline shapes, or the --shape ones, against FlashInfer FA2/FA3/FlashMLA on the "
-      "H200. Exits 1 without a GPU.");
+      "H200; --kv-dtype e4m3 times an FP8 KV cache (half the KV bytes). Exits 1 without a GPU.");
   app->add_option("--shape", args->shapes,
                   "H,B,L,page[,q_len,causal] (heads, batch, kv_len, page size) or "
                   "ragged:H,B,MIN_KV,MAX_KV,SEED, as baseline.md writes them; repeat for several")
       ->allow_extra_args(false);
   app->add_option("--dtype", args->dtype, "bf16 or f16 for every shape")
       ->check(CLI::IsMember({"bf16", "f16"}));
+  app->add_option("--kv-dtype", args->kv_dtype,
+                  "KV cache dtype for every shape: e4m3 (FP8 with per-tensor scales; GB/s counts "
+                  "its 1-byte elements, no peer has a figure); default: the --dtype")
+      ->check(CLI::IsMember({"bf16", "f16", "e4m3"}));
   app->add_flag("--causal", args->causal, "causal mask for every shape");
   app->add_option("--qlen", args->q_len, "queries per request (speculative decode)")
       ->check(CLI::Range(1, 64));

@@ -1,7 +1,8 @@
-// `mlajit verify`: the kernel on the local GPU against the float64 CPU reference, over a dozen
-// shapes that cover both dtypes, both head-dim pairs, head counts, page sizes, causal
-// speculative decode, the three tile tiers and the two-launch path.
+// `mlajit verify`: the kernel on the local GPU against the float64 CPU reference, over
+// eighteen shapes that cover both dtypes, both head-dim pairs, head counts, page sizes, causal
+// speculative decode, the three tile tiers, the two-launch path and the FP8 (e4m3) KV cache.
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -35,6 +36,8 @@ struct CaseShape {
   int force_tier;
   bool two_launch;
   bool quick;  // part of --quick
+  std::optional<DType> kv_dtype = std::nullopt;  // unset: the same as dtype
+  bool device_scales = false;  // e4m3: the KV scales as device pointers, not floats
 };
 
 // Batches of 6 requests, kv_len in [1, 1100]: long enough for several KV tiles and splits,
@@ -42,6 +45,7 @@ struct CaseShape {
 const std::vector<CaseShape>& verify_shapes() {
   constexpr auto bf16 = DType::kBFloat16;
   constexpr auto f16 = DType::kFloat16;
+  constexpr auto e4m3 = DType::kFloat8E4M3;
   static const std::vector<CaseShape> shapes{
       {"decode H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 0, false, true},
       {"decode H16 page1 bf16", 16, 1, 1, false, bf16, 512, 64, 0, false, false},
@@ -56,6 +60,14 @@ const std::vector<CaseShape>& verify_shapes() {
       {"tier 3 H16 page64 f16", 16, 64, 1, false, f16, 512, 64, 3, false, false},
       {"two-launch H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 0, true, true},
       {"two-launch causal q2 H16 page1 bf16", 16, 1, 2, true, bf16, 512, 64, 0, true, false},
+      // FP8 KV: the reference reads the dequantized values, so the tolerance stays the
+      // output dtype's (only the kernel's 16-bit rounding separates them).
+      {"e4m3 decode H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 0, false, true, e4m3},
+      {"e4m3 causal q2 H16 page1 f16 dev-scale", 16, 1, 2, true, f16, 512, 64, 0, false, false,
+       e4m3, true},
+      {"e4m3 tier 2 H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 2, false, false, e4m3},
+      {"e4m3 tier 3 H16 page64 f16", 16, 64, 1, false, f16, 512, 64, 3, false, false, e4m3},
+      {"e4m3 256/32 H16 page64 bf16", 16, 64, 1, false, bf16, 256, 32, 0, false, false, e4m3},
   };
   return shapes;
 }
@@ -69,11 +81,13 @@ MlaCheckCase make_case(const CaseShape& shape, int device, const std::string& ke
   mla.dtype = shape.dtype;
   mla.head_dim_ckv = shape.ckv;
   mla.head_dim_kpe = shape.kpe;
+  mla.kv_dtype = shape.kv_dtype;
   MlaCheckCase check = make_random_case(shape.name, mla, 6, shape.q_len, 1, 1100, seed);
   check.options.device = device;
   check.options.kernel = kernel;
   check.options.force_tier = shape.force_tier;
   check.options.force_two_launch = shape.two_launch;
+  check.kv_scales_on_device = shape.device_scales;
   return check;
 }
 
@@ -180,6 +194,7 @@ Json outcomes_json(const std::vector<CaseOutcome>& outcomes, const DeviceSummary
   for (const auto& o : outcomes) {
     Json entry = Json::object();
     entry.set("name", o.shape->name).set("seed", o.seed).set("tolerance", o.tolerance);
+    entry.set("kv_dtype", dtype_name(o.shape->kv_dtype.value_or(o.shape->dtype)));
     entry.set("passed", o.passed);
     if (!o.error.empty() || !o.skipped.empty()) {
       cases.push(std::move(o.error.empty() ? entry.set("skipped", o.skipped)
@@ -234,12 +249,13 @@ Command add_verify_command(CLI::App& parent) {
   auto args = std::make_shared<VerifyArgs>();
   CLI::App* app = parent.add_subcommand(
       "verify",
-      "Check the kernel on the local GPU against the float64 CPU reference over a dozen shapes "
+      "Check the kernel on the local GPU against the float64 CPU reference over 18 shapes "
       "(H 16/128, page 1/64, causal q_len 2, bf16/f16, 512/64 and 256/32, tiers 1-3, "
-      "two-launch). Tolerance: relative L2 error 1e-2 (bf16), 3e-3 (f16). Exits 1 on any "
-      "failure, or without a GPU.");
+      "two-launch, an FP8 e4m3 KV cache with float or device scales, checked against the "
+      "dequantized values). Tolerance: relative L2 error 1e-2 (bf16 output), 3e-3 (f16). Exits "
+      "1 on any failure, or without a GPU.");
   app->add_flag("--json", args->json, "print the results as JSON on stdout");
-  app->add_flag("--quick", args->quick, "a subset of five cases");
+  app->add_flag("--quick", args->quick, "a subset of six cases (one with an e4m3 KV cache)");
   app->add_option("--device", args->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
   app->add_option("--kernel", args->kernel,
                   "kernel family to check ('auto': the one each shape gets on the device)")

@@ -27,7 +27,7 @@ struct PeerRow {
 const std::vector<PeerRow>& peer_rows();
 
 // The timings of the row that times the same problem as `shape` (heads, page size, q_len,
-// causal mask, KV lengths, bf16, no forced tier), else none.
+// causal mask, KV lengths, bf16 q and KV, no forced tier), else none.
 PeerTimings peer_timings_for(const MlaBenchShape& shape);
 
 // The shape notation of the table (and of baseline.md), which `bench --shape` takes too:

@@ -1,10 +1,14 @@
 #pragma once
 // GPU tests run where a CUDA device is present and skip, saying why, everywhere else.
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <catch2/catch.hpp>
 
+#include "check/mla_check.h"
 #include "driver/cuda_driver.h"
+#include "mlajit/runtime.h"
 
 namespace mlajit::testing {
 
@@ -18,6 +22,29 @@ inline std::string gpu_skip_reason() {
   }
   if (driver::device_count() < 1) return "the CUDA driver sees no device";
   return "";
+}
+
+// MLAJIT_TEST_KERNEL=<family> runs every case on that family (the suite is run once per
+// family); a case the family cannot run (its head dims, a forced tier, an FP8 KV cache) is
+// skipped, saying so.
+inline const char* family_under_test() {
+  const char* family = std::getenv("MLAJIT_TEST_KERNEL");
+  return family != nullptr && *family != '\0' ? family : nullptr;
+}
+
+inline bool runs_on_family_under_test(MlaCheckCase& check) {
+  const char* family = family_under_test();
+  if (family == nullptr) return true;
+  check.options.kernel = family;
+  std::string reason;
+  try {
+    tile_for(0, check.shape, check.options);  // refuses what the family lacks
+  } catch (const Error& error) {
+    reason = error.what();
+  }
+  if (reason.empty()) return true;
+  std::printf("%-58s skipped on %s: %s\n", check.name.c_str(), family, reason.c_str());
+  return false;
 }
 
 }  // namespace mlajit::testing

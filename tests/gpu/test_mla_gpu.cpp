@@ -27,30 +27,8 @@ MlaShape shape_of(int heads, int page_size, bool causal = false, DType dtype = D
   return shape;
 }
 
-// MLAJIT_TEST_KERNEL=<family> runs every case on that family (the suite is run once per
-// family); a case the family cannot run (its head dims, a forced tier) is skipped, saying so.
-const char* family_under_test() {
-  const char* family = std::getenv("MLAJIT_TEST_KERNEL");
-  return family != nullptr && *family != '\0' ? family : nullptr;
-}
-
-bool runs_on_family_under_test(MlaCheckCase& check) {
-  const char* family = family_under_test();
-  if (family == nullptr) return true;
-  check.options.kernel = family;
-  std::string reason;
-  try {
-    tile_for(0, check.shape, check.options);  // refuses head dims and forced tiers it lacks
-  } catch (const Error& error) {
-    reason = error.what();
-  }
-  if (reason.empty()) return true;
-  std::printf("%-58s skipped on %s: %s\n", check.name.c_str(), family, reason.c_str());
-  return false;
-}
-
 void check_case(MlaCheckCase check) {
-  if (!runs_on_family_under_test(check)) return;
+  if (!testing::runs_on_family_under_test(check)) return;
   const MlaCheckResult result = run_mla_check(check);
   const double tolerance =
       check.shape.dtype == DType::kBFloat16 ? kBf16Tolerance : kFp16Tolerance;
@@ -187,7 +165,7 @@ TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
   MLAJIT_REQUIRE_GPU();
   // A family without tiers (hopper) runs two rounds instead: pages of 16 tokens (its gather
   // path) and of 64 (its TMA path).
-  const char* family = family_under_test();
+  const char* family = testing::family_under_test();
   const bool tiered = family == nullptr || std::string(family) == "portable";
   uint64_t seed = 1000;
   for (int tier : {1, 2, 3}) {
@@ -205,7 +183,7 @@ TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
       check.options.force_tier = tiered ? tier : 0;
       check.options.force_two_launch = two_launch;
       check.options.cluster_size = 1;  // forces the merge path even when nothing splits
-      if (!runs_on_family_under_test(check)) continue;
+      if (!testing::runs_on_family_under_test(check)) continue;
       const MlaCheckResult result = run_mla_check(check);
       std::printf("%-40s out %.2e lse %.2e\n", check.name.c_str(), result.out_error,
                   result.lse_error);
@@ -230,9 +208,12 @@ TEST_CASE("a forced kernel family runs and its spec says so; a family's errors c
   options.kernel = "hoppr";
   CHECK_THROWS_WITH(BatchMlaAttention(shape_of(128, 64), options),
                     Catch::Contains("auto, hopper, portable"));
+  // A named family's own refusal is what the error says (hopper has no FP8 KV path; auto
+  // would take the portable family, which has one).
   MlaShape fp8 = shape_of(128, 64);
   fp8.kv_dtype = DType::kFloat8E4M3;
-  CHECK_THROWS_WITH(BatchMlaAttention(fp8), Catch::Contains("no FP8 KV path yet"));
+  options.kernel = "hopper";
+  CHECK_THROWS_WITH(BatchMlaAttention(fp8, options), Catch::Contains("no FP8 KV path yet"));
 }
 
 }  // namespace mlajit

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -82,6 +83,36 @@ float fp16_to_float(uint16_t bits) {
   }
   if (exp == 0x1F) return bits_float(sign | kFloatExpMask | (mant << 13));
   return bits_float(sign | ((exp + 127 - 15) << 23) | (mant << 13));
+}
+
+uint8_t float_to_e4m3(float value) {
+  const uint32_t bits = float_bits(value);
+  if (is_nan_bits(bits)) return 0x7Fu;
+  const uint32_t sign = (bits >> 24) & 0x80u;
+  if (std::fabs(value) > 448.0f) return static_cast<uint8_t>(sign | 0x7Eu);  // saturate
+  const int exp = static_cast<int>((bits >> 23) & 0xFFu) - 127;  // unbiased
+  const uint32_t mant = bits & kFloatMantMask;
+  if (exp < -6) {
+    // e4m3 subnormal (or zero): value = m * 2^-9. Below 2^-10 everything rounds to zero;
+    // 2^-10 itself is the tie between 0 and 2^-9 and goes to the even 0. A carry to m = 8
+    // is the smallest normal, 0x08, which the bit pattern gets right by itself.
+    if (exp < -10) return static_cast<uint8_t>(sign);
+    return static_cast<uint8_t>(sign | round_shift_right_even(mant | 0x00800000u, 14 - exp));
+  }
+  // Rounding up from 448's binade cannot reach the NaN code: anything above 448 was saturated.
+  const uint32_t unrounded = (static_cast<uint32_t>(exp + 7) << 23) | mant;
+  return static_cast<uint8_t>(sign | round_shift_right_even(unrounded, 20));
+}
+
+float e4m3_to_float(uint8_t bits) {
+  const bool negative = bits & 0x80u;
+  const int exp = (bits >> 3) & 0x0F;
+  const int mant = bits & 0x07;
+  if (exp == 0x0F && mant == 0x07) return std::numeric_limits<float>::quiet_NaN();
+  // Both forms are exact in float: at most 4 significant bits, exponents -9..8.
+  const float magnitude = exp == 0 ? std::ldexp(static_cast<float>(mant), -9)
+                                   : std::ldexp(static_cast<float>(8 + mant), exp - 10);
+  return negative ? -magnitude : magnitude;
 }
 
 uint16_t float_to_half(DType dtype, float value) {

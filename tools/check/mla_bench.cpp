@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -17,7 +18,12 @@ namespace {
 
 constexpr int kCkv = 512, kKpe = 64;  // the baseline shapes' head dims (DeepSeek)
 constexpr int kRowElems = kCkv + kKpe;
-constexpr int kElemBytes = 2;         // bf16 / fp16
+constexpr size_t kBlockBytes = 64u << 20;  // random values made on the host, then replicated
+// e4m3 pool codes encode uniform values in [-448, 448]: dequantized they are the 16-bit pool's
+// [-1, 1].
+constexpr float kE4m3PoolScale = 1.0f / 448.0f;
+
+DType kv_dtype_of(const MlaBenchShape& shape) { return shape.kv_dtype.value_or(shape.dtype); }
 
 std::vector<int> kv_lens_of(const MlaBenchShape& shape) {
   if (!shape.ragged_kv_lens.empty()) return shape.ragged_kv_lens;
@@ -30,18 +36,29 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-// Filled by uploading one random block and replicating it on the device: generating gigabytes
-// of random numbers on the host would dominate the run.
-void fill_pool(void* pool, size_t pool_bytes) {
-  const size_t block_bytes = std::min<size_t>(64u << 20, pool_bytes);
-  std::vector<uint16_t> block(block_bytes / kElemBytes);
+// One block of random values (bf16 or e4m3) of at most kBlockBytes, on the device.
+DeviceAllocation random_block(int device, size_t bytes, DType dtype) {
   std::mt19937 rng(20261129);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (auto& v : block) v = float_to_half(DType::kBFloat16, uniform(rng));
-  copy_to_device(pool, block.data(), block_bytes);
-  auto* bytes = static_cast<char*>(pool);
-  for (size_t offset = block_bytes; offset < pool_bytes; offset += block_bytes) {
-    copy_device_to_device(bytes + offset, pool, std::min(block_bytes, pool_bytes - offset));
+  std::vector<uint8_t> block(std::min(kBlockBytes, bytes));
+  if (dtype == DType::kFloat8E4M3) {
+    for (auto& code : block) code = float_to_e4m3(uniform(rng) / kE4m3PoolScale);
+  } else {
+    std::vector<uint16_t> values(block.size() / 2);
+    for (auto& v : values) v = float_to_half(DType::kBFloat16, uniform(rng));
+    std::memcpy(block.data(), values.data(), values.size() * 2);
+  }
+  DeviceAllocation allocation(device, block.size());
+  copy_to_device(allocation.data(), block.data(), block.size());
+  return allocation;
+}
+
+// Copies `source` over `buffer` as often as it fits: gigabytes of random numbers made on the
+// host would dominate the run.
+void replicate(void* buffer, size_t bytes, const DeviceAllocation& source) {
+  auto* out = static_cast<char*>(buffer);
+  for (size_t offset = 0; offset < bytes; offset += source.size()) {
+    copy_device_to_device(out + offset, source.data(), std::min(source.size(), bytes - offset));
   }
 }
 
@@ -96,17 +113,22 @@ std::vector<DeviceAllocation> top_k_sets(int device, const MlaBenchShape& shape,
 // the pool, the output dense.
 MlaRunArgs run_args(const MlaBenchShape& shape, int64_t tokens, const void* q, const void* pool,
                     void* out) {
+  const int q_bytes = dtype_size(shape.dtype);
+  const int kv_bytes = dtype_size(kv_dtype_of(shape));
   MlaRunArgs args;
   args.q_nope = q;
   args.q_nope_stride_head = kRowElems;
   args.q_nope_stride_token = int64_t{kRowElems} * shape.num_heads;
-  args.q_pe = static_cast<const uint16_t*>(q) + kCkv;
+  args.q_pe = static_cast<const char*>(q) + kCkv * q_bytes;
   args.q_pe_stride_head = args.q_nope_stride_head;
   args.q_pe_stride_token = args.q_nope_stride_token;
   args.ckv = pool;
-  args.kpe = static_cast<const uint16_t*>(pool) + kCkv;
+  args.kpe = static_cast<const char*>(pool) + kCkv * kv_bytes;
   args.ckv_stride_token = args.kpe_stride_token = kRowElems;
   args.ckv_stride_page = args.kpe_stride_page = int64_t{kRowElems} * shape.page_size;
+  if (kv_dtype_of(shape) == DType::kFloat8E4M3) {
+    args.kv_scale_ckv = args.kv_scale_kpe = kE4m3PoolScale;
+  }
   args.out = out;
   args.out_stride_head = kCkv;
   args.out_stride_token = int64_t{kCkv} * shape.num_heads;
@@ -115,7 +137,8 @@ MlaRunArgs run_args(const MlaBenchShape& shape, int64_t tokens, const void* q, c
   return args;
 }
 
-// GB/s and TFLOP/s as baseline.md counts them.
+// GB/s and TFLOP/s as baseline.md counts them: the bytes are the KV rows read (in the KV
+// dtype: half of them with e4m3) plus q read and out written (in the query dtype).
 void add_rates(const std::vector<int>& kv_lens, int64_t tokens, MlaBenchResult* result) {
   const MlaBenchShape& shape = result->shape;
   double kv_tokens = 0, flops = 0;
@@ -125,9 +148,10 @@ void add_rates(const std::vector<int>& kv_lens, int64_t tokens, MlaBenchResult* 
     const double effective = shape.causal ? len - (shape.q_len - 1) / 2.0 : len;
     flops += 2.0 * shape.q_len * shape.num_heads * effective * (kCkv + kKpe + kCkv);
   }
-  const double bytes = kv_tokens * kRowElems * kElemBytes +
-                       tokens * shape.num_heads * kRowElems * kElemBytes +
-                       tokens * shape.num_heads * kCkv * kElemBytes;
+  const double q_bytes = dtype_size(shape.dtype), kv_bytes = dtype_size(kv_dtype_of(shape));
+  const double bytes = kv_tokens * kRowElems * kv_bytes +
+                       tokens * shape.num_heads * kRowElems * q_bytes +
+                       tokens * shape.num_heads * kCkv * q_bytes;
   result->gbps = bytes / (result->median_us * 1e-6) / 1e9;
   result->tflops = flops / (result->median_us * 1e-6) / 1e12;
 }
@@ -157,13 +181,27 @@ MlaBenchShape ragged_bench_shape(int num_heads, int batch, int min_kv, int max_k
 }
 
 MlaBench::MlaBench(const MlaBenchOptions& options) : options_(options) {
-  const int64_t row_bytes = int64_t{kRowElems} * kElemBytes;
-  pool_tokens_ = static_cast<int64_t>(options.pool_gb * 1e9 / row_bytes) / 64 * 64;
-  pool_ = DeviceAllocation(options.device, pool_tokens_ * row_bytes);
-  fill_pool(pool_.data(), pool_.size());
+  // Sized in 16-bit rows, a multiple of 64 tokens of either KV dtype.
+  const int64_t row_bytes = int64_t{kRowElems} * 2;
+  const int64_t tokens = static_cast<int64_t>(options.pool_gb * 1e9 / row_bytes) / 64 * 64;
+  pool_ = DeviceAllocation(options.device, tokens * row_bytes);
+  block16_ = random_block(options.device, pool_.size(), DType::kBFloat16);
+  replicate(pool_.data(), pool_.size(), block16_);
 }
 
-MlaBenchResult MlaBench::run(const MlaBenchShape& shape) const {
+void MlaBench::hold_in_pool(DType kv_dtype) {
+  const bool e4m3 = kv_dtype == DType::kFloat8E4M3;
+  if (e4m3 == (pool_dtype_ == DType::kFloat8E4M3)) return;
+  if (e4m3) {
+    replicate(pool_.data(), pool_.size(), random_block(options_.device, pool_.size(), kv_dtype));
+    pool_dtype_ = DType::kFloat8E4M3;
+  } else {
+    replicate(pool_.data(), pool_.size(), block16_);
+    pool_dtype_ = DType::kBFloat16;
+  }
+}
+
+MlaBenchResult MlaBench::run(const MlaBenchShape& shape) {
   const std::vector<int> kv_lens = kv_lens_of(shape);
   const int batch = static_cast<int>(kv_lens.size());
   std::vector<int32_t> qo_indptr{0}, kv_indptr{0};
@@ -171,32 +209,36 @@ MlaBenchResult MlaBench::run(const MlaBenchShape& shape) const {
     qo_indptr.push_back(qo_indptr.back() + shape.q_len);
     kv_indptr.push_back(kv_indptr.back() + (len + shape.page_size - 1) / shape.page_size);
   }
+  hold_in_pool(kv_dtype_of(shape));
+  const int64_t pool_tokens =
+      static_cast<int64_t>(pool_.size() / (size_t{kRowElems} * dtype_size(kv_dtype_of(shape))));
   const int64_t pages_per_launch = kv_indptr.back();
-  const int64_t pool_pages = pool_tokens_ / shape.page_size;
+  const int64_t pool_pages = pool_tokens / shape.page_size;
   if (pages_per_launch > pool_pages) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("bench shape needs {} pages but the pool holds {}", pages_per_launch,
                             pool_pages));
   }
   if (shape.topk_cache_tokens > 0 &&
-      (shape.page_size != 1 || shape.topk_cache_tokens > pool_tokens_ ||
+      (shape.page_size != 1 || shape.topk_cache_tokens > pool_tokens ||
        *std::max_element(kv_lens.begin(), kv_lens.end()) > shape.topk_cache_tokens)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("top-k bench shape: page size {} (expected 1), top-k up to {} of a "
                             "{}-token cache in a pool of {} tokens (expected top-k <= cache <= "
                             "pool)",
                             shape.page_size, *std::max_element(kv_lens.begin(), kv_lens.end()),
-                            shape.topk_cache_tokens, pool_tokens_));
+                            shape.topk_cache_tokens, pool_tokens));
   }
   const std::vector<DeviceAllocation> index_sets =
       shape.topk_cache_tokens > 0
-          ? top_k_sets(options_.device, shape, kv_lens, pool_tokens_)
+          ? top_k_sets(options_.device, shape, kv_lens, pool_tokens)
           : page_sets(options_.device, pages_per_launch, pool_pages);
 
   MlaShape mla;
   mla.num_heads = shape.num_heads;
   mla.page_size = shape.page_size;
   mla.dtype = shape.dtype;
+  mla.kv_dtype = shape.kv_dtype;
   mla.causal = shape.causal;
   MlaOptions mla_options;
   mla_options.device = options_.device;
@@ -209,9 +251,10 @@ MlaBenchResult MlaBench::run(const MlaBenchShape& shape) const {
   device_synchronize(options_.device);
 
   const int64_t tokens = qo_indptr.back();
-  DeviceAllocation q(options_.device, tokens * shape.num_heads * kRowElems * kElemBytes);
-  DeviceAllocation out(options_.device, tokens * shape.num_heads * kCkv * kElemBytes);
-  copy_device_to_device(q.data(), pool_.data(), q.size());
+  const int q_bytes = dtype_size(shape.dtype);
+  DeviceAllocation q(options_.device, tokens * shape.num_heads * kRowElems * q_bytes);
+  DeviceAllocation out(options_.device, tokens * shape.num_heads * kCkv * q_bytes);
+  replicate(q.data(), q.size(), block16_);
   MlaRunArgs args = run_args(shape, tokens, q.data(), pool_.data(), out.data());
 
   LaunchTimingOptions timing;

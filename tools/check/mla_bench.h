@@ -4,9 +4,11 @@
 // queued (so host launch cost is excluded; both through time_launches, mlajit/timing.h),
 // median of 30 launches after 5 warm-ups, the KV cache drawn from one ~4.5 GB pool under a
 // random page permutation, consecutive launches reading disjoint page sets (so every launch
-// reads HBM, not L2). The planner is not timed. Written against the public API, not part of
+// reads HBM, not L2). The planner is not timed. An e4m3 (FP8) KV cache reads the same pool as
+// codes, twice the tokens in the same bytes, dequantized by float scales of 1/448. Written against the public API, not part of
 // libmlajit.so; what the times are compared with (peer timings) is the CLI's business.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,8 @@ struct MlaBenchShape {
   int kv_len = 4096;
   int page_size = 64;
   int q_len = 1;
-  DType dtype = DType::kBFloat16;
+  DType dtype = DType::kBFloat16;          // of q and out
+  std::optional<DType> kv_dtype;           // of the KV cache; unset: dtype (e4m3: FP8)
   bool causal = false;
   int force_tier = 0;
   std::vector<int> ragged_kv_lens;  // when set, overrides batch/kv_len
@@ -55,17 +58,23 @@ struct MlaBenchOptions {
   int device = 0;
 };
 
-// The KV pool lives as long as the object; run() times one shape at a time.
+// The KV pool lives as long as the object; run() times one shape at a time (refilling the
+// pool first when the shape's KV dtype needs other contents than it holds).
 class MlaBench {
  public:
   // Allocates and fills the pool; throws mlajit::Error without a GPU.
   explicit MlaBench(const MlaBenchOptions& options);
-  MlaBenchResult run(const MlaBenchShape& shape) const;
+  MlaBenchResult run(const MlaBenchShape& shape);
 
  private:
+  void hold_in_pool(DType kv_dtype);
+
   MlaBenchOptions options_;
-  DeviceAllocation pool_;  // [token][ckv + kpe], bf16 bits
-  int64_t pool_tokens_ = 0;
+  DeviceAllocation block16_;  // random bf16 values: the source of q and of a 16-bit pool
+  DeviceAllocation pool_;     // [token][ckv + kpe] of pool_dtype_
+  // bf16 bits (which f16 shapes read as they are: finite values of moderate size) or e4m3
+  // codes; 16-bit values read as e4m3 would include the NaN codes.
+  DType pool_dtype_ = DType::kBFloat16;
 };
 
 }  // namespace mlajit

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -29,14 +30,42 @@ std::vector<uint16_t> to_half(const std::vector<float>& values, DType dtype) {
   return bits;
 }
 
-// Interleaves ckv and kpe rows into one [page][token][ckv + kpe] cache.
-std::vector<uint16_t> concatenate_kv(const std::vector<uint16_t>& ckv,
-                                     const std::vector<uint16_t>& kpe, int ckv_dim, int kpe_dim) {
-  const size_t rows = ckv.size() / ckv_dim;
-  std::vector<uint16_t> joined(rows * (ckv_dim + kpe_dim));
+// The device's bytes of 16-bit values (little-endian, as the GPU reads them).
+std::vector<uint8_t> half_bytes(const std::vector<float>& values, DType dtype) {
+  const std::vector<uint16_t> bits = to_half(values, dtype);
+  std::vector<uint8_t> bytes(bits.size() * 2);
+  std::memcpy(bytes.data(), bits.data(), bytes.size());
+  return bytes;
+}
+
+// Every non-NaN code equally likely: all 16 binades, both signs and the subnormals occur, and
+// the large codes dominate the output, so a slip in decoding the upper half shows in the error.
+std::vector<uint8_t> random_e4m3_codes(size_t count, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> pick(0, 253);  // 256 codes less 0x7F and 0xFF
+  std::vector<uint8_t> codes(count);
+  for (auto& code : codes) {
+    const int n = pick(rng);
+    code = static_cast<uint8_t>(n < 0x7F ? n : n + 1);
+  }
+  return codes;
+}
+
+std::vector<float> dequantize(const std::vector<uint8_t>& codes, float scale) {
+  std::vector<float> values(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i) values[i] = e4m3_to_float(codes[i]) * scale;
+  return values;
+}
+
+// Interleaves ckv and kpe rows into one [page][token][ckv + kpe] cache, of any element size.
+std::vector<uint8_t> concatenate_kv(const std::vector<uint8_t>& ckv,
+                                    const std::vector<uint8_t>& kpe, size_t ckv_row_bytes,
+                                    size_t kpe_row_bytes) {
+  const size_t rows = ckv.size() / ckv_row_bytes;
+  const size_t row_bytes = ckv_row_bytes + kpe_row_bytes;
+  std::vector<uint8_t> joined(rows * row_bytes);
   for (size_t r = 0; r < rows; ++r) {
-    std::copy_n(&ckv[r * ckv_dim], ckv_dim, &joined[r * (ckv_dim + kpe_dim)]);
-    std::copy_n(&kpe[r * kpe_dim], kpe_dim, &joined[r * (ckv_dim + kpe_dim) + ckv_dim]);
+    std::copy_n(&ckv[r * ckv_row_bytes], ckv_row_bytes, &joined[r * row_bytes]);
+    std::copy_n(&kpe[r * kpe_row_bytes], kpe_row_bytes, &joined[r * row_bytes + ckv_row_bytes]);
   }
   return joined;
 }
@@ -119,11 +148,21 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
   host.sm_scale = 1.0 / std::sqrt(192.0);
   host.q_nope = random_values(tokens * shape.num_heads * ckv_dim, shape.dtype, rng);
   host.q_pe = random_values(tokens * shape.num_heads * kpe_dim, shape.dtype, rng);
-  // The KV cache in its own type; the host conversions take 16-bit types only (e4m3 is refused
-  // there, naming it, until the check has an FP8 encoder).
+  // The KV cache: the values the reference reads, and the bytes the device reads.
   const DType kv_dtype = shape.effective_kv_dtype();
-  host.ckv = random_values(kv_rows * ckv_dim, kv_dtype, rng);
-  host.kpe = random_values(kv_rows * kpe_dim, kv_dtype, rng);
+  const bool e4m3 = kv_dtype == DType::kFloat8E4M3;
+  std::vector<uint8_t> ckv_bytes, kpe_bytes;
+  if (e4m3) {
+    p->ckv_codes = random_e4m3_codes(kv_rows * ckv_dim, rng);
+    p->kpe_codes = random_e4m3_codes(kv_rows * kpe_dim, rng);
+    ckv_bytes = p->ckv_codes;
+    kpe_bytes = p->kpe_codes;
+  } else {
+    host.ckv = random_values(kv_rows * ckv_dim, kv_dtype, rng);
+    host.kpe = random_values(kv_rows * kpe_dim, kv_dtype, rng);
+    ckv_bytes = half_bytes(host.ckv, kv_dtype);
+    kpe_bytes = half_bytes(host.kpe, kv_dtype);
+  }
 
   // Every buffer holds at least 16 bytes, so that an empty tensor still has a valid pointer.
   auto allocate = [&](size_t bytes) {
@@ -144,16 +183,16 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
   args.q_pe = upload(q_pe.data(), q_pe.size() * 2);
   args.q_pe_stride_head = kpe_dim;
   args.q_pe_stride_token = int64_t{kpe_dim} * shape.num_heads;
-  const auto ckv_bits = to_half(host.ckv, kv_dtype);
-  const auto kpe_bits = to_half(host.kpe, kv_dtype);
+  const size_t kv_elem_bytes = dtype_size(kv_dtype);
   if (check.concatenated_kv) {
-    const auto joined = concatenate_kv(ckv_bits, kpe_bits, ckv_dim, kpe_dim);
-    args.ckv = upload(joined.data(), joined.size() * 2);
-    args.kpe = static_cast<const uint16_t*>(args.ckv) + ckv_dim;
+    const auto joined =
+        concatenate_kv(ckv_bytes, kpe_bytes, ckv_dim * kv_elem_bytes, kpe_dim * kv_elem_bytes);
+    args.ckv = upload(joined.data(), joined.size());
+    args.kpe = static_cast<const uint8_t*>(args.ckv) + ckv_dim * kv_elem_bytes;
     args.ckv_stride_token = args.kpe_stride_token = ckv_dim + kpe_dim;
   } else {
-    args.ckv = upload(ckv_bits.data(), ckv_bits.size() * 2);
-    args.kpe = upload(kpe_bits.data(), kpe_bits.size() * 2);
+    args.ckv = upload(ckv_bytes.data(), ckv_bytes.size());
+    args.kpe = upload(kpe_bytes.data(), kpe_bytes.size());
     args.ckv_stride_token = ckv_dim;
     args.kpe_stride_token = kpe_dim;
   }
@@ -169,8 +208,36 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
   args.lse = check.with_lse ? lse : nullptr;
   args.num_tokens = tokens;
   args.sm_scale = static_cast<float>(host.sm_scale);
+  if (e4m3) {
+    if (check.kv_scales_on_device) {
+      p->kv_scale_ckv_device = static_cast<float*>(allocate(sizeof(float)));
+      p->kv_scale_kpe_device = static_cast<float*>(allocate(sizeof(float)));
+      args.kv_scale_ckv_device = p->kv_scale_ckv_device;
+      args.kv_scale_kpe_device = p->kv_scale_kpe_device;
+    }
+    p->set_kv_scales(check.kv_scale_ckv, check.kv_scale_kpe);
+  }
   p->poison_outputs();
   return p;
+}
+
+void MlaDeviceProblem::set_kv_scales(float ckv, float kpe) {
+  if (check.shape.effective_kv_dtype() != DType::kFloat8E4M3) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: set_kv_scales needs an e4m3 KV cache, the case's is {}",
+                            check.name, dtype_name(check.shape.effective_kv_dtype())));
+  }
+  check.kv_scale_ckv = ckv;
+  check.kv_scale_kpe = kpe;
+  host.ckv = dequantize(ckv_codes, ckv);
+  host.kpe = dequantize(kpe_codes, kpe);
+  if (check.kv_scales_on_device) {
+    copy_to_device(kv_scale_ckv_device, &ckv, sizeof ckv);
+    copy_to_device(kv_scale_kpe_device, &kpe, sizeof kpe);
+  } else {
+    args.kv_scale_ckv = ckv;
+    args.kv_scale_kpe = kpe;
+  }
 }
 
 MlaCheckResult MlaDeviceProblem::compare_with_reference() const {

@@ -29,6 +29,13 @@ struct MlaCheckCase {
   // token ids over one cache, as sparse attention gives it); extra_pages is then unused.
   // 0: the requests share out used + extra_pages pages without overlap.
   int64_t pool_pages = 0;
+  // An e4m3 KV cache (shape.kv_dtype) holds random codes, every non-NaN one equally likely,
+  // dequantized by these per-tensor scales: the reference reads code x scale, the device the
+  // codes. The scales are given to the kernel as floats, or with kv_scales_on_device as
+  // pointers to one fp32 each. Unused with a 16-bit KV cache.
+  float kv_scale_ckv = 0.0173f;
+  float kv_scale_kpe = 0.0291f;
+  bool kv_scales_on_device = false;
 
   int device() const { return options.device >= 0 ? options.device : 0; }
 };
@@ -65,6 +72,14 @@ struct MlaDeviceProblem {
   void poison_outputs() const;
   // Downloads the outputs and compares them with the reference of `host` as it is now.
   MlaCheckResult compare_with_reference() const;
+  // e4m3 KV only: new dequantization scales, for the reference (host) and for the kernel
+  // (args, or the device floats the args point to, written before this returns).
+  void set_kv_scales(float ckv, float kpe);
+
+  // e4m3 KV only: the codes as uploaded, from which set_kv_scales recomputes the reference.
+  std::vector<uint8_t> ckv_codes, kpe_codes;
+  float* kv_scale_ckv_device = nullptr;  // in `buffers`, with check.kv_scales_on_device
+  float* kv_scale_kpe_device = nullptr;
 };
 
 // A random ragged batch: `batch` requests with kv_len drawn in [min_kv, max_kv].

@@ -1,0 +1,171 @@
+// An FP8 (e4m3) KV cache with per-tensor scales against the float64 reference on the
+// dequantized values (code x scale): the only error left is the kernel's 16-bit rounding, so
+// the tolerances are those of the 16-bit cases. Outputs are poisoned first (mla_check.h).
+// Select with "[fp8]".
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "check/mla_check.h"
+#include "gpu_test_support.h"
+#include "mlajit/device_memory.h"
+
+namespace mlajit {
+namespace {
+
+constexpr double kBf16Tolerance = 1e-2;
+constexpr double kFp16Tolerance = 3e-3;
+
+double tolerance_of(DType dtype) {
+  return dtype == DType::kBFloat16 ? kBf16Tolerance : kFp16Tolerance;
+}
+
+MlaShape fp8_shape(int heads, int page_size, DType dtype = DType::kBFloat16, bool causal = false,
+                   int ckv = 512, int kpe = 64) {
+  MlaShape shape;
+  shape.num_heads = heads;
+  shape.page_size = page_size;
+  shape.dtype = dtype;
+  shape.kv_dtype = DType::kFloat8E4M3;
+  shape.causal = causal;
+  shape.head_dim_ckv = ckv;
+  shape.head_dim_kpe = kpe;
+  return shape;
+}
+
+std::string scale_word(bool on_device) { return on_device ? " dev-scale" : " float-scale"; }
+
+void report(const std::string& name, const MlaCheckResult& result, double tolerance) {
+  std::printf("%-58s out %.2e lse %.2e tier %d %s%s\n", name.c_str(), result.out_error,
+              result.lse_error, result.plan.tier,
+              result.plan.two_launch ? "two-launch" : "cooperative",
+              result.passed(tolerance) ? "" : "  <-- FAIL");
+  INFO(name << " out error " << result.out_error << " lse error " << result.lse_error);
+  CHECK(result.all_written);
+  CHECK(result.lse_infinities_match);
+  CHECK(result.out_error < tolerance);
+  CHECK(result.lse_error < tolerance);
+}
+
+void check_fp8(MlaCheckCase check) {
+  if (!testing::runs_on_family_under_test(check)) return;
+  INFO(check.name << " seed " << check.seed);
+  report(check.name, run_mla_check(check), tolerance_of(check.shape.dtype));
+}
+
+}  // namespace
+
+TEST_CASE("e4m3 KV: float and device scales, bf16 and f16, H128 page 64 and H16 page 1",
+          "[gpu][fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 2000;
+  for (bool on_device : {false, true}) {
+    for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+      for (const auto& [heads, page] : std::vector<std::pair<int, int>>{{128, 64}, {16, 1}}) {
+        auto check = make_random_case("e4m3 decode H" + std::to_string(heads) + " page" +
+                                          std::to_string(page) + " " + dtype_name(dtype) +
+                                          scale_word(on_device),
+                                      fp8_shape(heads, page, dtype), 4, 1, 1, 900, ++seed);
+        check.kv_scales_on_device = on_device;
+        check_fp8(check);
+      }
+    }
+  }
+}
+
+TEST_CASE("e4m3 KV: every tier forced, split tensors and one concatenated 576-wide cache",
+          "[gpu][fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 2100;
+  for (int tier : {1, 2, 3}) {
+    for (bool concatenated : {false, true}) {
+      // Tier 2 also runs the causal mask; the concatenated cache also takes device scales.
+      auto check = make_random_case(
+          "e4m3 tier " + std::to_string(tier) + (concatenated ? " concat-576" : " split-kv") +
+              scale_word(concatenated) + (tier == 2 ? " causal q2" : ""),
+          fp8_shape(128, 16, DType::kBFloat16, tier == 2), 3, tier == 2 ? 2 : 1, 1, 1500,
+          ++seed);
+      check.options.force_tier = tier;
+      check.concatenated_kv = concatenated;
+      check.kv_scales_on_device = concatenated;
+      check_fp8(check);
+    }
+  }
+}
+
+TEST_CASE("e4m3 KV: causal q_len 2 to 4 with an empty request in the batch", "[gpu][fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 2200;
+  for (int q_len : {2, 3, 4}) {
+    const bool small = q_len == 3;
+    const DType dtype = small ? DType::kFloat16 : DType::kBFloat16;
+    MlaCheckCase check;
+    check.name = "e4m3 causal q" + std::to_string(q_len) + " kv 0/short/long H" +
+                 (small ? "16 page1 f16" : "128 page64 bf16") + scale_word(q_len == 4);
+    check.shape = fp8_shape(small ? 16 : 128, small ? 1 : 64, dtype, true);
+    check.q_lens = {q_len, q_len, q_len, q_len};
+    check.kv_lens = {0, q_len + 3, 700, 1300};
+    check.seed = ++seed;
+    check.kv_scales_on_device = q_len == 4;
+    check_fp8(check);
+  }
+}
+
+TEST_CASE("e4m3 KV: head dims 256/32, split and concatenated (288-wide)", "[gpu][fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  auto plain = make_random_case("e4m3 256/32 H16 page64 bf16 float-scale",
+                                fp8_shape(16, 64, DType::kBFloat16, false, 256, 32), 4, 1, 1,
+                                1100, 2301);
+  check_fp8(plain);
+  auto causal = make_random_case("e4m3 256/32 causal q2 H128 page1 f16 dev-scale",
+                                 fp8_shape(128, 1, DType::kFloat16, true, 256, 32), 3, 2, 2, 800,
+                                 2302);
+  causal.kv_scales_on_device = true;
+  check_fp8(causal);
+  auto joined = make_random_case("e4m3 256/32 concat-288 H64 page16 bf16 float-scale",
+                                 fp8_shape(64, 16, DType::kBFloat16, false, 256, 32), 4, 1, 1,
+                                 1100, 2303);
+  joined.concatenated_kv = true;
+  check_fp8(joined);
+}
+
+TEST_CASE("e4m3 KV: a device scale is read when the kernel runs, also from a captured graph",
+          "[gpu][fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  auto check = make_random_case("e4m3 scale update H16 page16", fp8_shape(16, 16), 5, 1, 200,
+                                1200, 2401);
+  check.kv_scales_on_device = true;
+  if (!testing::runs_on_family_under_test(check)) return;
+  BatchMlaAttention attention(check.shape, check.options);
+  auto problem = make_device_problem(check);
+  attention.plan(problem->batch(), nullptr);
+  attention.run(problem->args, nullptr);
+  device_synchronize(0);
+  report("e4m3 scale update: first scales", problem->compare_with_reference(), kBf16Tolerance);
+
+  // New scales, the same args: the outputs of the first run no longer match the reference (so
+  // a kernel that kept the first scales fails below), a second run's do.
+  problem->set_kv_scales(check.kv_scale_ckv * 4, check.kv_scale_kpe / 2);
+  const MlaCheckResult stale = problem->compare_with_reference();
+  INFO("first outputs against the new scales' reference: " << stale.out_error);
+  REQUIRE(stale.out_error > 0.1);
+  problem->poison_outputs();
+  attention.run(problem->args, nullptr);
+  device_synchronize(0);
+  report("e4m3 scale update: after a write, run()", problem->compare_with_reference(),
+         kBf16Tolerance);
+
+  // A graph captured now and replayed after another write follows it too.
+  driver::Stream stream;
+  driver::Graph::begin_capture(stream.get());
+  attention.run(problem->args, stream.get());
+  driver::Graph graph = driver::Graph::end_capture(stream.get());
+  problem->set_kv_scales(check.kv_scale_ckv / 3, check.kv_scale_kpe * 5);
+  problem->poison_outputs();
+  graph.launch(stream.get());
+  driver::stream_synchronize(stream.get());
+  report("e4m3 scale update: after a write, graph replay", problem->compare_with_reference(),
+         kBf16Tolerance);
+}
+
+}  // namespace mlajit
