@@ -642,7 +642,7 @@ class ThroughTheLibrary(unittest.TestCase):
     def test_a_family_that_cannot_serve_the_shape_says_why(self):
         library_or_skip(self)
         with self.assertRaises(mlajit.MlajitError) as caught:
-            mlajit.BatchMlaAttention(device=0, kernel="portable", kv_dtype="float8_e4m3fn")
+            mlajit.BatchMlaAttention(device=0, kernel="hopper", kv_dtype="float8_e4m3fn")
         self.assertEqual(caught.exception.code, "UNSUPPORTED")
         self.assertIn("no FP8 KV path yet", str(caught.exception))
         with self.assertRaises(mlajit.MlajitError) as caught:

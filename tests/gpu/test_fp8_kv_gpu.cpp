@@ -169,3 +169,25 @@ TEST_CASE("e4m3 KV: a device scale is read when the kernel runs, also from a cap
 }
 
 }  // namespace mlajit
+
+namespace mlajit {
+
+// Small e4m3 shapes for compute-sanitizer (racecheck sees the in-place expansion of a KV tile
+// over its own codes): each tier at 16 heads (narrow rows) and 128 (wide), hidden from the
+// default run.
+TEST_CASE("e4m3 KV: one small shape per tier and row layout", "[.sanitize-fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 2900;
+  for (int tier : {1, 2, 3}) {
+    for (int heads : {16, 128}) {
+      auto check = make_random_case("sanitize e4m3 tier " + std::to_string(tier) + " H" +
+                                        std::to_string(heads),
+                                    fp8_shape(heads, 16, DType::kBFloat16, true), 2, 2, 100, 300,
+                                    ++seed);
+      check.options.force_tier = tier;
+      check_fp8(check);
+    }
+  }
+}
+
+}  // namespace mlajit
