@@ -181,6 +181,17 @@ void add_options_cases(std::vector<BadInput>& cases) {
   options_case("force_tier = -1", "force_tier", [](auto& o) { o.force_tier = -1; });
   options_case("cluster_size = 3", "cluster_size", [](auto& o) { o.cluster_size = 3; });
   options_case("cluster_size = -1", "cluster_size", [](auto& o) { o.cluster_size = -1; });
+  options_case("invariant_chunk_tokens = 1024 without batch_invariant", "batch_invariant is off",
+               [](auto& o) { o.invariant_chunk_tokens = 1024; });
+  options_case("invariant_chunk_tokens = 1000 (not a multiple of 64)", "invariant_chunk_tokens=1000",
+               [](auto& o) {
+                 o.batch_invariant = true;
+                 o.invariant_chunk_tokens = 1000;
+               });
+  options_case("invariant_chunk_tokens = -64", "invariant_chunk_tokens=-64", [](auto& o) {
+    o.batch_invariant = true;
+    o.invariant_chunk_tokens = -64;
+  });
   options_case("lse_base = 5", "lse_base",
                [](auto& o) { o.lse_base = static_cast<mlajit::LseBase>(5); });
   options_case("compile_mode = 4", "compile_mode",

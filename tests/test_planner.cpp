@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -700,4 +701,83 @@ TEST_CASE("random ragged decode batches: the busiest CTA pair near the mean") {
   }
   WARN("mean busiest/mean over " << count << " batches: " << sum / count);
   CHECK(sum / count <= 1.05);
+}
+
+namespace {
+
+// The pieces a plan gives request `b`: (packed start, kv start, kv end, split) per item, and
+// the chunk count of each merge record over its rows, sorted (where they run is free).
+struct RequestPieces {
+  std::vector<std::tuple<int32_t, int32_t, int32_t, bool>> items;
+  std::vector<std::pair<int32_t, int32_t>> merges;  // (packed start, chunks)
+  bool operator==(const RequestPieces& other) const {
+    return items == other.items && merges == other.merges;
+  }
+};
+
+RequestPieces pieces_of(const Plan& plan, int32_t q_token_base) {
+  RequestPieces pieces;
+  for (const MlaWorkItem& item : plan.work_items) {
+    if (item.q_token_base != q_token_base) continue;
+    pieces.items.emplace_back(item.packed_q_start, item.kv_start, item.kv_end, item.partial_row >= 0);
+  }
+  for (const MlaMergeRecord& record : plan.merge_records) {
+    if (record.q_token_base == q_token_base) {
+      pieces.merges.emplace_back(record.packed_q_start, record.num_chunks);
+    }
+  }
+  std::sort(pieces.items.begin(), pieces.items.end());
+  std::sort(pieces.merges.begin(), pieces.merges.end());
+  return pieces;
+}
+
+}  // namespace
+
+TEST_CASE("a batch-invariant plan cuts a request the same way alone and in any batch") {
+  const uint32_t seed = test_seed();
+  INFO("seed " << seed << " (MLAJIT_TEST_SEED replays it)");
+  std::mt19937 rng(seed);
+  auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int heads = draw(0, 1) ? 128 : 16;
+    const bool causal = draw(0, 1) == 1;
+    const int32_t q_len = draw(1, 4), kv = draw(0, 40000);
+    const int64_t chunk = 64 * draw(1, 64);
+    INFO("trial " << trial << ": H" << heads << " causal " << causal << " q_len " << q_len
+                  << " kv " << kv << " chunk " << chunk);
+    Batch alone;
+    alone.num_heads = heads;
+    alone.causal = causal;
+    alone.add(q_len, kv);
+    PlanInput in = input_for(alone, 132, 1);
+    in.fixed_chunk_tokens = chunk;
+    const Plan own = make_plan(in);
+    const RequestPieces expected = pieces_of(own, 0);
+    // Every piece but the last of a tile is exactly `chunk` long, from the request's start.
+    for (const auto& [start, kv_start, kv_end, split] : expected.items) {
+      CHECK(kv_start % chunk == 0);
+      CHECK((kv_end - kv_start == chunk || kv_end == kv || causal));
+    }
+    Batch mixed;
+    mixed.num_heads = heads;
+    mixed.causal = causal;
+    const int before = draw(0, 30), after = draw(0, 30);
+    for (int i = 0; i < before; ++i) mixed.add(draw(1, 4), draw(0, 20000));
+    const int32_t base = mixed.qo_indptr.back();
+    mixed.add(q_len, kv);
+    for (int i = 0; i < after; ++i) mixed.add(draw(1, 4), draw(0, 20000));
+    PlanInput in_batch = input_for(mixed, draw(1, 264), 1);
+    in_batch.fixed_chunk_tokens = chunk;
+    CHECK(pieces_of(make_plan(in_batch), base) == expected);
+  }
+}
+
+TEST_CASE("a batch-invariant chunk length must be a multiple of the KV tile") {
+  Batch batch;
+  batch.add(1, 1000);
+  PlanInput in = input_for(batch, 8, 1, 64);
+  in.fixed_chunk_tokens = 96;
+  CHECK_THAT(plan_error(in), Contains("fixed_chunk_tokens") && Contains("96"));
+  in.fixed_chunk_tokens = -64;
+  CHECK_THAT(plan_error(in), Contains("fixed_chunk_tokens"));
 }

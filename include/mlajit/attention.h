@@ -60,7 +60,17 @@ struct MlaOptions {
   // Where this object's kernel compiles, on a cache miss (compile_mode.h): kDefault follows
   // MLAJIT_COMPILE_MODE (default: a helper process, so an NVRTC crash is an Error).
   CompileMode compile_mode = CompileMode::kDefault;
+  // Batch-invariant results: a request's output and LSE are bitwise the same whatever else is
+  // in the batch and however many CTAs the device holds. Its KV is cut at multiples of
+  // invariant_chunk_tokens counted from its own start (not at all when shorter), whatever the
+  // load balance would prefer; the pieces merge in order; two CTAs share a query tile only when
+  // cluster_size says so (0 means 1 here). The price in speed is in docs/PERF.md.
+  bool batch_invariant = false;
+  int invariant_chunk_tokens = 0;  // 0: kDefaultInvariantChunkTokens; else a multiple of 64
 };
+
+// The KV piece length of batch-invariant plans when MlaOptions leaves it 0.
+inline constexpr int kDefaultInvariantChunkTokens = 2048;
 
 // Device pointers and strides (in elements) for one run. The last dimension of every tensor
 // must be contiguous; pointers 16-byte aligned and strides multiples of 16 bytes (8 elements

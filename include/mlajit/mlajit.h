@@ -124,6 +124,9 @@ typedef struct mlajit_options {
   mlajit_compile_mode compile_mode; /* where this object's kernel compiles on a cache miss */
   int32_t reserved;   /* names the tail padding, never read: a field appended later then starts
                          past every byte an older program's struct_size covers */
+  /* Appended in 0.2.0, after the tail padding; a struct_size without them is still accepted. */
+  int32_t batch_invariant;        /* 0/1: a request's bits do not depend on the rest of the batch */
+  int32_t invariant_chunk_tokens; /* 0: 2048; else a multiple of 64 (with batch_invariant) */
 } mlajit_options;
 
 /* Ragged batch: host arrays, read during mlajit_attention_plan() only. */

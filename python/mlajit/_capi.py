@@ -37,7 +37,9 @@ class Options(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("device", c_int32), ("force_tier", c_int32),
                 ("cluster_size", c_int32), ("force_two_launch", c_int32), ("lse_base", ctypes.c_int),
                 ("workspace_bytes", c_uint64), ("validate_kv_indices", c_int32),
-                ("kernel", c_char_p), ("compile_mode", ctypes.c_int), ("reserved", c_int32)]
+                ("kernel", c_char_p), ("compile_mode", ctypes.c_int), ("reserved", c_int32),
+                # 0.2.0, past the tail padding (`reserved`): batch-invariant plans
+                ("batch_invariant", c_int32), ("invariant_chunk_tokens", c_int32)]
 
 
 class Batch(ctypes.Structure):

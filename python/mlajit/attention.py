@@ -241,7 +241,7 @@ class BatchMlaAttention:
                  dtype="bfloat16", causal=False, device=None, cluster_size=0, lse_base="2",
                  workspace_bytes=0, force_tier=0, force_two_launch=False,
                  validate_kv_indices=False, kv_dtype=None, kernel="auto",
-                 compile_mode="default"):
+                 compile_mode="default", batch_invariant=False, invariant_chunk_tokens=0):
         self.shape = ShapeSpec(num_heads, head_dim_ckv, head_dim_kpe, page_size, dtype, causal,
                                kv_dtype)
         if not isinstance(kernel, str):
@@ -268,6 +268,8 @@ class BatchMlaAttention:
         options.validate_kv_indices = int(validate_kv_indices)
         options.kernel = kernel.encode()  # the library names the known families if unknown
         options.compile_mode = _capi.COMPILE_MODES[compile_mode]
+        options.batch_invariant = int(bool(batch_invariant))
+        options.invariant_chunk_tokens = _int32("invariant_chunk_tokens", invariant_chunk_tokens)
         self._lib = _capi.library()
         self._handle = ctypes.c_void_p()
         shape_c = self.shape.to_c()

@@ -168,6 +168,13 @@ void BatchMlaAttention::plan(const MlaBatch& batch, void* stream) {
   input.cta_tile_q = s.spec().tile.q_tile;
   input.kv_tile = s.spec().tile.kv_tile;
   input.cluster_size = s.options.cluster_size;
+  if (s.options.batch_invariant) {
+    // Whether two CTAs share a tile must not follow the batch's mean query length.
+    if (input.cluster_size == 0) input.cluster_size = 1;
+    input.fixed_chunk_tokens = s.options.invariant_chunk_tokens != 0
+                                   ? s.options.invariant_chunk_tokens
+                                   : kDefaultInvariantChunkTokens;
+  }
   plan::Plan new_plan = plan::make_plan(input);  // validates the indptrs and lengths
   if (s.options.validate_kv_indices) validate_kv_indices(batch);
 

@@ -113,6 +113,18 @@ void validate_options(const MlaOptions& options) {
                         mode));
   }
   if (options.kernel != family::kAutoFamily) family::find_family(options.kernel);
+  // Multiples of 64 are KV-tile multiples for every family and tier (64, 32 and 16 tokens).
+  const int chunk = options.invariant_chunk_tokens;
+  if (chunk != 0 && !options.batch_invariant) {
+    invalid(fmt::format("invariant_chunk_tokens={} is set but batch_invariant is off: the "
+                        "length applies to batch-invariant plans only",
+                        chunk));
+  }
+  if (chunk < 0 || chunk % 64 != 0 || chunk > (1 << 24)) {
+    invalid(fmt::format("invariant_chunk_tokens={} is out of range: expected 0 (default {}) or "
+                        "a multiple of 64 up to 2^24",
+                        chunk, kDefaultInvariantChunkTokens));
+  }
 }
 
 void validate_shape_and_options(const MlaShape& shape, const MlaOptions& options) {

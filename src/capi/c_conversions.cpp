@@ -78,6 +78,8 @@ mlajit_options default_options() {
   c.validate_kv_indices = cpp.validate_kv_indices ? 1 : 0;
   c.kernel = nullptr;  // cpp.kernel: "auto"
   c.compile_mode = static_cast<mlajit_compile_mode>(cpp.compile_mode);
+  c.batch_invariant = cpp.batch_invariant ? 1 : 0;
+  c.invariant_chunk_tokens = cpp.invariant_chunk_tokens;
   return c;
 }
 
@@ -125,6 +127,8 @@ MlaOptions to_options(const mlajit_options* options) {
   cpp.lse_base = to_lse_base(c.lse_base, "options->lse_base");
   cpp.workspace_bytes = c.workspace_bytes;
   cpp.validate_kv_indices = to_flag(c.validate_kv_indices, "options->validate_kv_indices");
+  cpp.batch_invariant = to_flag(c.batch_invariant, "options->batch_invariant");
+  cpp.invariant_chunk_tokens = c.invariant_chunk_tokens;
   if (c.kernel != nullptr) cpp.kernel = c.kernel;
   switch (c.compile_mode) {
     case MLAJIT_COMPILE_DEFAULT: cpp.compile_mode = CompileMode::kDefault; break;

@@ -48,6 +48,9 @@ void validate_scalars(const PlanInput& in) {
     invalid("cluster_size must be 0 (choose), 1 or 2, got {}", in.cluster_size);
   if (in.cluster_size == 2 && in.num_ctas < 2)
     invalid("cluster_size 2 needs num_ctas >= 2, got num_ctas = {}", in.num_ctas);
+  if (in.fixed_chunk_tokens < 0 || in.fixed_chunk_tokens % in.kv_tile != 0)
+    invalid("fixed_chunk_tokens must be 0 or a positive multiple of kv_tile {}, got {}",
+            in.kv_tile, in.fixed_chunk_tokens);
 }
 
 void validate_pointers(const PlanInput& in) {
@@ -659,7 +662,11 @@ Plan make_plan(const PlanInput& input) {
   const Geometry g{plan.cluster_size, plan.grid_y, plan.tile_rows, input.kv_tile};
 
   const std::vector<Tile> tiles = build_tiles(input, plan.tile_rows);
-  const Candidate chosen = choose_chunking(tiles, g);
+  // Batch-invariant: the cut depends on the tile alone (full pieces from the request's start,
+  // then the remainder); only where the pieces run is left to the balance.
+  const Candidate chosen = input.fixed_chunk_tokens > 0
+                               ? cut_tiles(tiles, input.fixed_chunk_tokens, CutStyle::kRemainder, g)
+                               : choose_chunking(tiles, g);
   plan.kv_chunk = chosen.chunking.max_len;
   const std::vector<int64_t> partial_base =
       allocate_partial_rows(chosen.chunking, plan.tile_rows, plan.partial_rows);

@@ -31,6 +31,9 @@ struct PlanInput {
   int cta_tile_q = 64;     // packed query rows per CTA
   int kv_tile = 64;        // KV tokens per kernel tile (chunk lengths are rounded to it)
   int cluster_size = 0;    // 0: choose (2 when the mean packed query length > cta_tile_q), 1 or 2: pinned
+  // > 0: batch-invariant plan. Every tile's KV is cut at multiples of this many tokens (a
+  // kv_tile multiple) from the request's start, whatever the batch; 0: the balanced plan.
+  int64_t fixed_chunk_tokens = 0;
 };
 
 struct Plan {
