@@ -36,12 +36,15 @@ for family in $families; do
   cat $OUT/bench_$family.txt | tail -40
 done
 echo "=== python"
-(cd ../../python/tests && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so timeout 300 python3 -m pytest -q -x -rs test_mla_torch.py test_args.py test_torch_op.py 2>&1 | tail -25) | tee $OUT/python.txt
+(cd ../../python/tests && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so timeout 300 python3 -m pytest -q -x -rs test_mla_torch.py test_args.py test_torch_op.py test_engine_example.py 2>&1 | tail -25) | tee $OUT/python.txt
 (cd ../../python/tests && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so PYTHONPATH=.. timeout 60 python3 bench_overhead.py 2>&1 | tail -5) | tee -a $OUT/python.txt
 echo "=== overhead"
 timeout 60 ./run_overhead 2>&1 | tail -6 | tee $OUT/overhead.txt
 echo "=== examples"
 timeout 30 ./cpp_decode 2>&1 | tail -3; timeout 30 ./c_decode 2>&1 | tail -3
+for kv in bf16 e4m3; do  # the engine-shaped Python loop (examples/engine_decode), full size
+  (cd ../.. && MLAJIT_LIBRARY=$here/prefix/lib/libmlajit.so timeout 180 python3 examples/engine_decode/engine_decode.py --steps 8 --kv-dtype $kv 2>&1 | tail -12) | tee $OUT/engine_decode_$kv.txt
+done
 echo "=== compute-sanitizer"
 for family in $families; do
   for tool in memcheck racecheck synccheck; do
