@@ -26,6 +26,7 @@ struct BenchArgs {
   bool causal = false;
   int q_len = 0;
   int tier = 0;
+  bool batch_invariant = false;
   int iterations = 30;
   int warmup = 5;
   int device = 0;
@@ -90,12 +91,13 @@ std::vector<MlaBenchShape> bench_shapes(const BenchArgs& args, const CLI::App& a
     if (app.count("--causal")) shape.causal = args.causal;
     if (app.count("--qlen")) shape.q_len = args.q_len;
     if (app.count("--tier")) shape.force_tier = args.tier;
+    if (args.batch_invariant) shape.batch_invariant = true;
   }
   return shapes;
 }
 
 std::string variant_of(const MlaBenchShape& shape) {
-  if (!shape.label.empty()) return shape.label;
+  if (!shape.label.empty()) return shape.batch_invariant ? shape.label + " invariant" : shape.label;
   std::string variant;
   auto add = [&](const std::string& word) { variant += (variant.empty() ? "" : " ") + word; };
   if (shape.dtype == DType::kFloat16) add("fp16");
@@ -104,6 +106,7 @@ std::string variant_of(const MlaBenchShape& shape) {
   }
   if (shape.causal) add("causal");
   if (shape.force_tier) add("tier" + std::to_string(shape.force_tier));
+  if (shape.batch_invariant) add("invariant");
   return variant;
 }
 
@@ -326,6 +329,9 @@ Command add_bench_command(CLI::App& parent) {
   app->add_option("--qlen", args->q_len, "queries per request (speculative decode)")
       ->check(CLI::Range(1, 64));
   app->add_option("--tier", args->tier, "force tile tier 1..3 (debug)")->check(CLI::Range(1, 3));
+  app->add_flag("--batch-invariant", args->batch_invariant,
+                "plan every shape batch-invariantly (MlaOptions::batch_invariant: each request's "
+                "KV cut at multiples of 2048 tokens from its own start), to see what it costs");
   app->add_option("--iterations", args->iterations, "timed launches per shape (median reported)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

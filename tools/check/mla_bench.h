@@ -27,6 +27,7 @@ struct MlaBenchShape {
   std::optional<DType> kv_dtype;           // of the KV cache; unset: dtype (e4m3: FP8)
   bool causal = false;
   int force_tier = 0;
+  bool batch_invariant = false;     // MlaOptions::batch_invariant (default piece length)
   std::vector<int> ragged_kv_lens;  // when set, overrides batch/kv_len
   // > 0: sparse (top-k) decode, page size 1: each request selects kv_len distinct token ids, in
   // random order, from its own cache of this many tokens (a window of the pool); every launch
