@@ -37,6 +37,18 @@ std::vector<MlaShape> KernelFamily::fleet_shapes() const {
 }
 
 int KernelFamily::tier_of(const KernelSpec&) const { return 0; }
+
+KernelSpec KernelFamily::shape_spec(const MlaShape& shape, const std::string& arch) const {
+  KernelSpec spec;
+  spec.family = name();
+  spec.q_dtype = spec.o_dtype = shape.dtype;
+  spec.kv_dtype = shape.effective_kv_dtype();
+  spec.head_dim_ckv = shape.head_dim_ckv;
+  spec.head_dim_kpe = shape.head_dim_kpe;
+  spec.causal = shape.causal;
+  spec.arch = arch;
+  return spec;
+}
 bool KernelFamily::has_tile_tiers() const { return false; }
 
 KernelRunParams KernelFamily::run_params(const MlaShape&, const KernelSpec&,

@@ -88,6 +88,9 @@ class KernelFamily {
 
  protected:
   virtual void check_spec(const KernelSpec& spec) const = 0;
+  // The fields every family takes from the shape as they are (its name, the dtypes, head dims
+  // and mask) for `arch`; spec_for adds the tile.
+  KernelSpec shape_spec(const MlaShape& shape, const std::string& arch) const;
 };
 
 }  // namespace mlajit::family

@@ -92,19 +92,11 @@ class HopperFamily final : public KernelFamily {
     return shape.num_heads >= kMinAutoHeads;
   }
 
-  KernelSpec spec_for(const MlaShape& shape, const DeviceTarget& target,
+  // wgmma and setmaxnreg exist only on the arch-specific target, whatever 9.0 arch is asked.
+  KernelSpec spec_for(const MlaShape& shape, const DeviceTarget&,
                       const MlaOptions&) const override {
-    KernelSpec spec;
-    spec.family = name();
-    spec.q_dtype = spec.o_dtype = shape.dtype;
-    spec.kv_dtype = shape.effective_kv_dtype();
-    spec.head_dim_ckv = shape.head_dim_ckv;
-    spec.head_dim_kpe = shape.head_dim_kpe;
-    spec.causal = shape.causal;
+    KernelSpec spec = shape_spec(shape, "sm_90a");
     spec.tile = kTile;
-    // wgmma and setmaxnreg exist only on the arch-specific target.
-    spec.arch = "sm_90a";
-    (void)target;
     return spec;
   }
 

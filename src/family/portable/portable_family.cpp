@@ -151,15 +151,7 @@ class PortableFamily final : public KernelFamily {
   }
 
   KernelSpec base_spec(const MlaShape& shape, const DeviceTarget& target) const {
-    KernelSpec spec;
-    spec.family = name();
-    spec.q_dtype = spec.o_dtype = shape.dtype;
-    spec.kv_dtype = shape.effective_kv_dtype();
-    spec.head_dim_ckv = shape.head_dim_ckv;
-    spec.head_dim_kpe = shape.head_dim_kpe;
-    spec.causal = shape.causal;
-    spec.arch = target.arch;
-    return spec;
+    return shape_spec(shape, target.arch);
   }
 };
 
