@@ -315,13 +315,20 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   const auto specs = fleet_matrix(FleetMatrixOptions{});
   // portable: every profiled arch x (2 dtypes x 2 head dims x causal + bf16 queries over an
   // e4m3 cache at 512/64 x causal); hopper: sm_90a x 2 dtypes x causal (512/64 only).
-  const size_t portable_rows = mlajit::jit::device_profiles().size() * (2 * 2 * 2 + 2);
-  CHECK(specs.size() == portable_rows + 4);
+  // And merge_states (merge_states.h), once per profiled arch.
+  const size_t archs = mlajit::jit::device_profiles().size();
+  const size_t portable_rows = archs * (2 * 2 * 2 + 2);
+  CHECK(specs.size() == portable_rows + 4 + archs);
   std::set<std::string> texts;
-  size_t hopper_rows = 0;
+  size_t hopper_rows = 0, merge_rows = 0;
   for (const auto& spec : specs) {
     texts.insert(spec.text());
     INFO(spec.text());
+    if (spec.family == "merge_states") {
+      ++merge_rows;
+      CHECK(spec.arch.back() != 'a');  // loaded by the device's plain arch
+      continue;
+    }
     if (spec.family == "hopper") {
       ++hopper_rows;
       CHECK(spec.arch == "sm_90a");
@@ -339,6 +346,7 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
     }
   }
   CHECK(hopper_rows == 4);
+  CHECK(merge_rows == archs);
   CHECK(texts.size() == specs.size());  // no duplicates
   FleetMatrixOptions portable_only;
   portable_only.kernel = "portable";
@@ -953,7 +961,8 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  CHECK(specs == 104);  // portable: 10 archs x 10 shapes; hopper: sm_90a x 4 shapes
+  // portable: 10 archs x 10 shapes; hopper: sm_90a x 4 shapes; merge_states: one per arch
+  CHECK(specs == 114);
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -974,11 +983,11 @@ TEST_CASE("precompile of the default matrix twice compiles nothing the second ti
   const std::string args = "precompile -j 2 --json --out " + shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   REQUIRE(first.exit_code == 0);
-  CHECK(parse_json(first.out)["compiled"].number == 104);
+  CHECK(parse_json(first.out)["compiled"].number == 114);
   const CliRun second = run_cli(args, cache.path());
   REQUIRE(second.exit_code == 0);
   CHECK(parse_json(second.out)["compiled"].number == 0);
-  CHECK(parse_json(second.out)["cached"].number == 104);
+  CHECK(parse_json(second.out)["cached"].number == 114);
 }
 
 TEST_CASE("precompile --kernel names the family's rows, and says why it cannot build one") {

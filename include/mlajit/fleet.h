@@ -3,8 +3,10 @@
 // (MLAJIT_CACHE_PATH) serves every GPU of a fleet without compiling. It is every kernel
 // family's rows (dtype x head dims x causal) on every asked arch the family serves; each spec
 // is the one the family chooses from that arch's built-in device profile, the same choice
-// BatchMlaAttention makes at run time from the real device, so the cached keys match.
-// Compile the specs with precompile() (runtime.h) or KernelCache::precompile (kernel_cache.h).
+// BatchMlaAttention makes at run time from the real device, so the cached keys match. With
+// kernel "auto" and no row filter it also holds merge_states' program (merge_states.h) for
+// every plain sm_ arch asked (FleetSpec tier 0), so merging partial states needs no NVRTC
+// either. Compile the specs with precompile() (runtime.h) or KernelCache::precompile (kernel_cache.h).
 // No GPU and no NVRTC needed.
 #include <string>
 #include <vector>

@@ -37,7 +37,8 @@ family::FleetMatrixOptions internal_options(const FleetOptions& options) {
 std::vector<FleetSpec> fleet_matrix(const FleetOptions& options) {
   std::vector<FleetSpec> matrix;
   for (KernelSpec& spec : family::fleet_matrix(internal_options(options))) {
-    const int tier = family::find_family(spec.family).tier_of(spec);
+    const family::KernelFamily* family = family::family_named(spec.family);
+    const int tier = family != nullptr ? family->tier_of(spec) : 0;  // 0: a utility program
     matrix.push_back({std::move(spec), tier});
   }
   return matrix;

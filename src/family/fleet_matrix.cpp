@@ -7,6 +7,7 @@
 
 #include "family/family_registry.h"
 #include "jit/device_profiles.h"
+#include "jit/utility_programs.h"
 #include "mlajit/error.h"
 
 namespace mlajit::family {
@@ -88,6 +89,24 @@ void add_family_rows(const KernelFamily& family, const DeviceTarget& target,
   }
 }
 
+bool no_row_filter(const FleetMatrixOptions& options) {
+  return options.dtypes.empty() && options.kv_dtypes.empty() && options.head_dims.empty() &&
+         options.causal.empty();
+}
+
+// merge_states (merge_states.h) compiles once per arch and serves every dtype and head dim;
+// it loads by the device's own arch (sm_90, never sm_90a), so arch-specific and PTX targets
+// get none.
+void add_utility_rows(const DeviceTarget& target, std::vector<KernelSpec>* specs) {
+  const std::string& arch = target.arch;
+  if (arch.rfind("sm_", 0) != 0 || arch.back() == 'a') return;
+  KernelSpec spec;
+  spec.family = jit::kMergeStatesProgram;
+  spec.arch = arch;
+  const auto same = [&](const KernelSpec& other) { return other.text() == spec.text(); };
+  if (std::none_of(specs->begin(), specs->end(), same)) specs->push_back(std::move(spec));
+}
+
 }  // namespace
 
 HeadDims parse_head_dims(const std::string& text) {
@@ -117,6 +136,11 @@ std::vector<KernelSpec> fleet_matrix(const FleetMatrixOptions& options) {
     for (const KernelFamily* family : families) {
       add_family_rows(*family, target, options, &specs, &skipped);
     }
+  }
+  // The default matrix is what a fleet runs without NVRTC: the families' kernels and the
+  // utility programs of the public API. Filtered or one family's matrices hold what was asked.
+  if (options.kernel == kAutoFamily && no_row_filter(options) && !specs.empty()) {
+    for (const DeviceTarget& target : targets_for(options)) add_utility_rows(target, &specs);
   }
   if (!specs.empty()) return specs;
   if (!skipped.empty()) {

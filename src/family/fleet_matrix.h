@@ -43,6 +43,8 @@ HeadDims parse_head_dims(const std::string& text);
 // asked arch is Error(kUnsupported) saying why. Throws Error(kInvalidArgument) for an unknown
 // arch or family name, and when no spec is left (Error(kUnsupported) with the reasons when
 // rows were skipped for the archs' limits).
+// With "auto" and no row filter, the matrix also holds the utility program merge_states
+// (jit::kMergeStatesProgram) for every plain sm_ arch asked.
 std::vector<KernelSpec> fleet_matrix(const FleetMatrixOptions& options);
 
 }  // namespace mlajit::family

@@ -49,7 +49,7 @@ const std::map<std::string, KernelProgram>& programs() {
   static const std::map<std::string, KernelProgram> table{
       {"grid_barrier_demo", grid_barrier_demo()},
       {"spin", spin()},
-      {"merge_states", merge_states()},
+      {kMergeStatesProgram, merge_states()},
       {"tma_probe", probe("utility/tma_probe.cuh", "mlajit_kernel::tma_probe", 128)},
       {"cluster_probe", probe("utility/launch_probe.cuh", "mlajit_kernel::cluster_probe", 32)},
       {"pdl_probe", probe("utility/launch_probe.cuh", "mlajit_kernel::pdl_probe", 32)},

@@ -11,6 +11,10 @@
 
 namespace mlajit::jit {
 
+// The spec family of merge_states' program: loaded by merge_states() and precompiled in the
+// default fleet matrix.
+inline constexpr const char* kMergeStatesProgram = "merge_states";
+
 // nullptr when `name` is no utility program.
 const KernelProgram* utility_program(const std::string& name) noexcept;
 std::vector<std::string> utility_program_names();

@@ -12,6 +12,7 @@
 #include "driver/cuda_driver.h"
 #include "driver/device_choice.h"
 #include "jit/kernel_registry.h"
+#include "jit/utility_programs.h"
 #include "merge/merge_states.cuh"
 #include "merge/merge_states_validation.h"
 #include "mlajit/error.h"
@@ -31,7 +32,7 @@ std::shared_ptr<const jit::LoadedKernel> merge_kernel(int device) {
   auto& kernel = loaded[device];
   if (!kernel) {
     KernelSpec spec;  // a utility program: only the family and the arch matter
-    spec.family = "merge_states";
+    spec.family = jit::kMergeStatesProgram;
     spec.arch = driver::device_info(device).arch();
     kernel = jit::KernelRegistry::instance().load(spec, device);
   }
