@@ -12,6 +12,8 @@
 //   per request, structured: u16 q_len % 2048, u8 pages, u32 kv_len % (pages * page_size + 2)
 //                raw:        u32 qo_indptr[b+1], u32 kv_indptr[b+1], u32 kv_len[b]
 //   raw also takes qo_indptr[0] and kv_indptr[0] from the input first.
+//   then u8 fixed_chunk_tokens (batch-invariant plans): % 6 picks 0 (off), 64, 1024, 2048, 96
+//       (not a kv_tile multiple: refused) or -64 (refused); inputs without it plan balanced.
 //
 // The harness cap: the planner's work grows with the query tiles (up to 2^24, which it refuses
 // beyond) and with the KV tokens over the shortest chunk (64), so inputs with more than
@@ -109,6 +111,7 @@ Batch decode(const uint8_t* data, size_t size) {
     if (which == 1) p.kv_indptr = nullptr;
     if (which == 2) p.kv_len = nullptr;
   }
+  p.fixed_chunk_tokens = std::array<int64_t, 6>{0, 64, 1024, 2048, 96, -64}[in.u8() % 6];
   return b;
 }
 
