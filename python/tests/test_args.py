@@ -452,7 +452,41 @@ class CompileModeOption(unittest.TestCase):
         self.assertEqual(_capi.Options.kernel.offset, 48)
         self.assertEqual(_capi.Options.compile_mode.offset, 56)
         self.assertEqual(_capi.Options.reserved.offset, 60)
-        self.assertEqual(ctypes.sizeof(_capi.Options), 64)
+        # batch_invariant and invariant_chunk_tokens come after the padding a 64-byte struct had.
+        self.assertEqual(_capi.Options.batch_invariant.offset, 64)
+        self.assertEqual(_capi.Options.invariant_chunk_tokens.offset, 68)
+        self.assertEqual(ctypes.sizeof(_capi.Options), 72)
+
+
+class BatchInvariantOption(unittest.TestCase):
+    """batch_invariant and invariant_chunk_tokens reach mlajit_options (appended in 0.2.0)."""
+
+    def setUp(self):
+        self.saved = _capi._library
+        _capi._library = self.library = RecordingLibrary()
+        self.seen = []
+        create = self.library.mlajit_attention_create
+
+        def recording_create(shape, options, out):
+            o = ctypes.cast(options, ctypes.POINTER(_capi.Options))[0]
+            self.seen.append((o.batch_invariant, o.invariant_chunk_tokens))
+            return create(shape, options, out)
+        self.library.mlajit_attention_create = recording_create
+
+    def tearDown(self):
+        _capi._library = self.saved
+
+    def test_off_by_default_and_on_when_asked(self):
+        mlajit.BatchMlaAttention(num_heads=16, device=0)
+        self.assertEqual(self.seen[-1], (0, 0))
+        mlajit.BatchMlaAttention(num_heads=16, device=0, batch_invariant=True,
+                                 invariant_chunk_tokens=1024)
+        self.assertEqual(self.seen[-1], (1, 1024))
+
+    def test_a_chunk_length_that_is_no_int32_is_refused_naming_it(self):
+        with self.assertRaisesRegex((TypeError, ValueError), "invariant_chunk_tokens"):
+            mlajit.BatchMlaAttention(num_heads=16, device=0, batch_invariant=True,
+                                     invariant_chunk_tokens=2 ** 40)
 
 
 class RepeatedRunsOfTorchTensors(unittest.TestCase):
