@@ -42,13 +42,17 @@ run_asan() {
   configure_and_build "$dir" address,undefined
   echo "== ASan + UBSan: CPU suite (built in $((SECONDS - start)) s)"
   # The default MLA compile matrix only adds NVRTC time (NVRTC is not instrumented), so it is
-  # left to the plain build's run.
+  # left to the plain build's run. So is the test of a forked child's compiler helper: under
+  # ASan, LeakSanitizer's tracer crashed (SIGSEGV) at the forked child's exit and then at the
+  # suite's own (2 of 2 runs on 2026-12-01, 933e064); without that one test the suite is clean.
+  # It checks process semantics, not memory safety, and runs in the plain suite.
   (cd "$dir/tests" &&
     MLAJIT_TEST_WORKER_DIR=$PWD \
     ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1 \
     LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp:print_suppressions=0 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ./mlajit_tests "~[.]" ~"NVRTC compiles the MLA kernel for every spec in the default matrix")
+    ./mlajit_tests "~[.]" ~"NVRTC compiles the MLA kernel for every spec in the default matrix" \
+      ~"a forked child starts its own helper and leaves the parent's alone")
 }
 
 run_tsan() {
