@@ -12,27 +12,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import which_mlajit  # noqa: E402
 
 which_mlajit.use_source_tree()  # the tree's package, unless MLAJIT_TEST_INSTALLED=1
-import mlajit  # noqa: E402
-
-try:
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
+from test_mla_torch import skip_reason  # noqa: E402  (the same needs: torch, CUDA, the library)
 
 EXAMPLE = os.path.join(which_mlajit.ROOT, "examples", "engine_decode", "engine_decode.py")
 SEED = int(os.environ.get("MLAJIT_TEST_SEED", "1234"))
-
-
-def skip_reason():
-    if torch is None:
-        return "torch is not installed"
-    if not torch.cuda.is_available():
-        return "torch sees no CUDA device"
-    try:
-        mlajit._capi.library()
-    except OSError as error:
-        return f"libmlajit.so not found: {error}"
-    return None
 
 
 def load_example():
