@@ -416,8 +416,9 @@ class KvScalesThroughRun(unittest.TestCase):
             self.attention.run(*e4m3_tensors().values(), 0.07, None, None, 0x5000, 0.5)
 
 
-class CompileModeOption(unittest.TestCase):
-    """compile_mode reaches mlajit_options.compile_mode (appended in 0.2.0) by name."""
+class OptionsSeenByCreate(unittest.TestCase):
+    """Records the fields `seen_fields` of each mlajit_options that create receives."""
+    seen_fields = ()
 
     def setUp(self):
         self.saved = _capi._library
@@ -426,12 +427,19 @@ class CompileModeOption(unittest.TestCase):
         create = self.library.mlajit_attention_create
 
         def recording_create(shape, options, out):
-            self.seen.append(ctypes.cast(options, ctypes.POINTER(_capi.Options))[0].compile_mode)
+            o = ctypes.cast(options, ctypes.POINTER(_capi.Options))[0]
+            values = tuple(getattr(o, name) for name in self.seen_fields)
+            self.seen.append(values[0] if len(values) == 1 else values)
             return create(shape, options, out)
         self.library.mlajit_attention_create = recording_create
 
     def tearDown(self):
         _capi._library = self.saved
+
+
+class CompileModeOption(OptionsSeenByCreate):
+    """compile_mode reaches mlajit_options.compile_mode (appended in 0.2.0) by name."""
+    seen_fields = ("compile_mode",)
 
     def test_each_mode_name_gives_its_c_value(self):
         for name, value in (("default", 0), ("auto", 1), ("process", 2), ("inline", 3)):
@@ -458,23 +466,9 @@ class CompileModeOption(unittest.TestCase):
         self.assertEqual(ctypes.sizeof(_capi.Options), 72)
 
 
-class BatchInvariantOption(unittest.TestCase):
+class BatchInvariantOption(OptionsSeenByCreate):
     """batch_invariant and invariant_chunk_tokens reach mlajit_options (appended in 0.2.0)."""
-
-    def setUp(self):
-        self.saved = _capi._library
-        _capi._library = self.library = RecordingLibrary()
-        self.seen = []
-        create = self.library.mlajit_attention_create
-
-        def recording_create(shape, options, out):
-            o = ctypes.cast(options, ctypes.POINTER(_capi.Options))[0]
-            self.seen.append((o.batch_invariant, o.invariant_chunk_tokens))
-            return create(shape, options, out)
-        self.library.mlajit_attention_create = recording_create
-
-    def tearDown(self):
-        _capi._library = self.saved
+    seen_fields = ("batch_invariant", "invariant_chunk_tokens")
 
     def test_off_by_default_and_on_when_asked(self):
         mlajit.BatchMlaAttention(num_heads=16, device=0)
