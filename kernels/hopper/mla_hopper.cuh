@@ -1,23 +1,22 @@
 // The MLA paged-attention kernel of the `hopper` family (sm_90a): wgmma from shared memory,
 // KV tiles brought in by TMA (or a cp.async gather for pages that do not hold whole tiles),
-// two warpgroups with different roles and a producer warp.
+// four warpgroups with different roles.
 //
 // A CTA owns 64 packed query rows (row = token * num_heads + head) by 576 dims: the wgmma M.
 // KV arrives in tiles of 64 tokens through a ring of two stages. Per tile:
-//  - the softmax warpgroup (1) computes S = Q K^T over all 576 dims (Q is read from shared
-//    memory once per tile), the online softmax, and its half of O (columns 256-511) from P in
-//    registers; it publishes P (in the tile's kpe region, free once S is done) and the rescale
-//    factor of the tile;
-//  - the output warpgroup (0) accumulates the other half of O (columns 0-255) from the
-//    published P;
-//  - the producer warp (8) refills a stage as soon as both warpgroups have read it: one TMA
-//    thread with the page ids read a tile ahead, or 32 gathering threads.
-// While the output warpgroup works on tile i, the softmax warpgroup is already on tile i + 1,
-// so the tensor cores see one warpgroup's P V next to the other's Q K^T. Per stage, mbarriers
-// say the copy is full, the P and rescale factors are ready (a slot per stage, so the softmax
-// warpgroup may run a tile ahead), and both warpgroups are done with it. The host contract (work
-// items, merge records, phases) is mla_params.cuh, as for the portable family: the planner,
-// workspace and merge are shared.
+//  - the scores warpgroup (0) computes S = Q K^T over all 576 dims (Q is read from shared
+//    memory), the online softmax, and publishes P (in the tile's kpe region, free once S is
+//    done) with the rows' rescale factors, in two halves of 32 tokens: the output warpgroups
+//    start on the first while it exponentiates the second. It does no P V: its chain per
+//    tile, the kernel's critical path, is Q K^T, the exponentials and the publication;
+//  - the output warpgroups (1: columns 0-255, 2: columns 256-511) accumulate P V from the
+//    published P, each holding half of O;
+//  - the producer warpgroup (3) refills a stage as soon as both output warpgroups have read
+//    it: one TMA thread with the page ids read a tile ahead, or 128 gathering threads.
+// While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
+// Per stage, mbarriers say the copy is full, P and the rescale factors are ready, and both
+// output warpgroups are done with it. The host contract (work items, merge records, phases)
+// is mla_params.cuh, as for the portable family: the planner, workspace and merge are shared.
 #pragma once
 #include "common/block_barrier.cuh"
 #include "common/grid_barrier.cuh"
@@ -45,12 +44,14 @@ struct HopperConfig {
   static constexpr bool kCausal = CAUSAL;
 
   static constexpr int kGroupThreads = 128;
-  static constexpr int kConsumerThreads = 2 * kGroupThreads;  // output and softmax warpgroups
+  static constexpr int kOutputThreads = 2 * kGroupThreads;  // the two output warpgroups
   static constexpr int kProducerThreads = kGroupThreads;
-  static constexpr int kThreads = kConsumerThreads + kProducerThreads;
-  // setmaxnreg: the producer gives up what the consumers need (O is 128 of each one's
-  // registers); 2 x 224 + 56 = 504 = 384 threads x 168, the CTA's allocation at launch.
-  static constexpr int kConsumerRegisters = 224;
+  static constexpr int kThreads = 4 * kGroupThreads;
+  // setmaxnreg: O's half is 128 of each output warpgroup's registers, the scores warpgroup
+  // holds S and P; 120 + 2 x 160 + 56 = 496 <= 512 = 512 threads x 128, the CTA's allocation
+  // at launch.
+  static constexpr int kScoresRegisters = 120;
+  static constexpr int kOutputRegisters = 160;
   static constexpr int kProducerRegisters = 56;
   static constexpr int kRows = 64;      // packed query rows per CTA: the wgmma M
   static constexpr int kTile = 64;      // KV tokens per tile: N of Q K^T, K of P V
@@ -82,7 +83,9 @@ struct HopperConfig {
   static constexpr int kRowSumOffset = kAlphaOffset + kStages * kRows * 4;
   static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
-  static constexpr int kSmemBytes = kBarrierOffset + (3 * kStages + 1) * 8 + kAlignSlack;
+  // Per stage: full, empty and one ready barrier per half of P; then the row sums' barrier.
+  static constexpr int kBarriers = 4 * kStages + 1;
+  static constexpr int kSmemBytes = kBarrierOffset + kBarriers * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
                 "the host computed a different shared-memory size for this configuration");
@@ -92,11 +95,12 @@ struct HopperConfig {
 #endif
 };
 
-// Named barriers, one private to each consumer warpgroup (the whole CTA meets at
+// Named barriers, one private to each warpgroup that needs one (the whole CTA meets at
 // block_barrier_across_roles, barrier 0).
 enum HopperBarrier : uint32_t {
-  kOutputOnly = 1,
-  kSoftmaxOnly = 2,
+  kScoresOnly = 1,
+  kOutputLeftOnly = 2,
+  kOutputRightOnly = 3,
 };
 
 // Shared-memory addresses (32-bit shared window) of the storage.
@@ -121,22 +125,22 @@ struct HopperSmem {
   __device__ __forceinline__ uint32_t p(int stage) const {
     return kv(stage) + C::kKpeRegion * C::Tile::kRegionBytes;
   }
-  // A stage's copy has landed / both warpgroups are done reading it.
+  // A stage's copy has landed / both output warpgroups are done reading it.
   __device__ __forceinline__ uint32_t full(int stage) const { return full0 + stage * 8; }
   __device__ __forceinline__ uint32_t empty(int stage) const {
     return full0 + (C::kStages + stage) * 8;
   }
-  // The softmax warpgroup has published the P and rescale factors of the stage's tile.
-  __device__ __forceinline__ uint32_t ready(int stage) const {
-    return full0 + (2 * C::kStages + stage) * 8;
+  // The scores warpgroup has published half `half` of the stage's P (tokens 32 half ..
+  // 32 half + 31; with the first half, the rescale factors).
+  __device__ __forceinline__ uint32_t ready(int stage, int half) const {
+    return full0 + (2 * C::kStages + 2 * stage + half) * 8;
   }
-  // The softmax warpgroup has written the work item's final row sums (one phase per item).
-  __device__ __forceinline__ uint32_t sums() const { return full0 + 3 * C::kStages * 8; }
+  // The scores warpgroup has written the work item's final row sums (one phase per item).
+  __device__ __forceinline__ uint32_t sums() const { return full0 + 4 * C::kStages * 8; }
 };
 
-// This thread's place: group (0 output, 1 softmax, 2 the producer warp), its index there,
-// warp and lane.
-// Accumulator rows (of S and O) are 16 warp + lane / 4 and that + 8.
+// This thread's place: group (0 scores, 1 and 2 output, 3 producer), its index there, warp
+// and lane. Accumulator rows (of S and O) are 16 warp + lane / 4 and that + 8.
 struct HopperRole {
   int group, index, warp, lane;
 
@@ -148,8 +152,8 @@ struct HopperRole {
     r.lane = r.index & 31;
     return r;
   }
-  __device__ __forceinline__ bool output() const { return group == 0; }
-  __device__ __forceinline__ bool softmax() const { return group == 1; }
+  // An output warpgroup's half of the columns: 0 left, 1 right.
+  __device__ __forceinline__ int half() const { return group - 1; }
   __device__ __forceinline__ int row(int j) const { return 16 * warp + lane / 4 + 8 * j; }
   __device__ __forceinline__ int col(int n8) const { return 8 * n8 + 2 * (lane % 4); }
 };
@@ -183,7 +187,7 @@ struct StageSlot {
 };
 
 // ---------------------------------------------------------------------------------------
-// Stage: load_q (softmax warpgroup). The tile's 64 packed rows of q_nope and q_pe into the Q
+// Stage: load_q (scores warpgroup). The tile's 64 packed rows of q_nope and q_pe into the Q
 // tile; rows past the request's end are zero-filled. Eight threads cover a row's 128 bytes
 // of one region.
 template <typename C>
@@ -210,7 +214,7 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const HopperSmem<C>& 
   cp_async_commit();
 }
 
-// Stage: load_kv (producer warp), TMA: lane 0 copies the tile as kRegions boxes of 64 columns x
+// Stage: load_kv (producer warpgroup), TMA: lane 0 copies the tile as kRegions boxes of 64 columns x
 // 64 tokens of page `page` (its id read a tile ahead); the stage barrier completes on their
 // bytes.
 template <typename C>
@@ -264,7 +268,7 @@ struct NextPages {
   }
 };
 
-// Stage: load_kv (producer warp), gather: token t of the request is slot t % page_size of
+// Stage: load_kv (producer warpgroup), gather: token t of the request is slot t % page_size of
 // page kv_indices[kv_page_base + t / page_size]. Rows at or past kv_stop are zero-filled, so
 // that masked scores meet zeros, never stale values that could make 0 * x a NaN. The stage
 // barrier completes when every lane's copies have landed.
@@ -294,9 +298,9 @@ __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperS
   cp_async_mbarrier_arrive(sm.full(stage));
 }
 
-// The producer warp's loop over a work item's tiles: each stage is refilled once both
-// warpgroups have read the tile before (the first kStages tiles of an item find their stages
-// free: the item starts behind a CTA barrier).
+// The producer warpgroup's loop over a work item's tiles: each stage is refilled once both
+// output warpgroups have read the tile before (the first kStages tiles of an item find their
+// stages free: the item starts behind a CTA barrier).
 template <typename C>
 __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperTile& t,
@@ -319,14 +323,14 @@ __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTm
 
 // TMA copies whole boxes: rows of a tile's last page past kv_stop hold whatever the cache
 // holds there (other tokens, or garbage that may be NaN). Their scores are masked, but P V
-// would still multiply 0 by them: this warpgroup zeroes those rows of the V regions it reads.
+// would still multiply 0 by them: each output warpgroup zeroes those rows of the V regions it
+// reads (after the tile's Q K^T, before its P V).
 template <typename C>
 __device__ __forceinline__ void clear_tail_rows(const HopperSmem<C>& sm, const HopperTile& t,
-                                                const HopperRole& role, int tile, int stage,
-                                                uint32_t barrier) {
+                                                const HopperRole& role, int tile, int stage) {
   const int32_t valid = t.kv_stop - (t.kv_start + tile * C::kTile);
   if (valid >= C::kTile) return;
-  const int region0 = role.group * C::kOutRegions;
+  const int region0 = role.half() * C::kOutRegions;
   const int lane8 = role.index % 8;
   for (int row = max(valid, 0) + role.index / 8; row < C::kTile; row += C::kGroupThreads / 8) {
 #pragma unroll
@@ -336,11 +340,11 @@ __device__ __forceinline__ void clear_tail_rows(const HopperSmem<C>& sm, const H
     }
   }
   fence_proxy_async_shared();
-  named_barrier_sync(barrier, C::kGroupThreads);
+  named_barrier_sync(role.half() == 0 ? kOutputLeftOnly : kOutputRightOnly, C::kGroupThreads);
 }
 
 // ---------------------------------------------------------------------------------------
-// Stage: compute_qk (softmax warpgroup). s = Q . K^T of the tile in `stage`: 64 rows x 64
+// Stage: compute_qk (scores warpgroup). s = Q . K^T of the tile in `stage`: 64 rows x 64
 // tokens over all dims. Issued only: the caller waits.
 template <typename C>
 __device__ __forceinline__ void issue_qk(float (&s)[32], const HopperSmem<C>& sm, int stage) {
@@ -368,7 +372,7 @@ __device__ __forceinline__ void mask_scores(float (&s)[32], const HopperTile& t,
     }
 }
 
-// Online-softmax state of a softmax-warpgroup thread: its rows' running max (raw scores)
+// Online-softmax state of a scores-warpgroup thread: its rows' running max (raw scores)
 // and partial row sums.
 struct SoftmaxRows {
   float m[2];
@@ -382,13 +386,18 @@ struct SoftmaxRows {
   }
 };
 
-// Stage: update_softmax_state. New row maxima, the rescale factor of each row, and s turned
-// into the unnormalised probabilities 2^(s c - m c), packed as the A operand of P V (one m64k16
-// fragment per 16 tokens).
-template <typename C>
-__device__ __forceinline__ void update_softmax_state(float (&s)[32], uint32_t (&p)[4][4],
-                                                     float (&alpha)[2], SoftmaxRows& st,
-                                                     float scale_log2) {
+// Stage: update_softmax_state, in three steps. First the new row maxima and the rescale
+// factor of each row (O's and l's); then each half of s (tokens 32 h .. 32 h + 31) turned into
+// the unnormalised probabilities 2^(s c - m c), packed as the A operand of P V (one m64k16
+// fragment per 16 tokens), so that the first half can be published while the second is
+// computed.
+struct RowBases {
+  float base[2];  // m c of each row, 0 for a row that has seen nothing
+};
+
+__device__ __forceinline__ RowBases update_row_max(const float (&s)[32], float (&alpha)[2],
+                                                   SoftmaxRows& st, float scale_log2) {
+  RowBases b;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     float mx = st.m[j];
@@ -396,19 +405,29 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[32], uint32_t (&
     for (int n8 = 0; n8 < 8; ++n8) mx = fmaxf(mx, fmaxf(s[4 * n8 + 2 * j], s[4 * n8 + 2 * j + 1]));
     mx = quad_max(mx);
     // A row that has seen nothing keeps m = -inf: base 0 makes 2^(-inf - 0) = 0, not NaN.
-    const float base = mx == neg_inf() ? 0.f : mx * scale_log2;
-    alpha[j] = fast_exp2(st.m[j] * scale_log2 - base);
+    b.base[j] = mx == neg_inf() ? 0.f : mx * scale_log2;
+    alpha[j] = fast_exp2(st.m[j] * scale_log2 - b.base[j]);
     st.m[j] = mx;
     st.l[j] *= alpha[j];
+  }
+  return b;
+}
+
+template <typename C, int HALF>
+__device__ __forceinline__ void exponentiate_half(float (&s)[32], uint32_t (&p)[4][4],
+                                                  const RowBases& b, SoftmaxRows& st,
+                                                  float scale_log2) {
 #pragma unroll
-    for (int n8 = 0; n8 < 8; ++n8) {
-      s[4 * n8 + 2 * j] = fast_exp2(s[4 * n8 + 2 * j] * scale_log2 - base);
-      s[4 * n8 + 2 * j + 1] = fast_exp2(s[4 * n8 + 2 * j + 1] * scale_log2 - base);
+  for (int j = 0; j < 2; ++j) {
+#pragma unroll
+    for (int n8 = 4 * HALF; n8 < 4 * HALF + 4; ++n8) {
+      s[4 * n8 + 2 * j] = fast_exp2(s[4 * n8 + 2 * j] * scale_log2 - b.base[j]);
+      s[4 * n8 + 2 * j + 1] = fast_exp2(s[4 * n8 + 2 * j + 1] * scale_log2 - b.base[j]);
       st.l[j] += s[4 * n8 + 2 * j] + s[4 * n8 + 2 * j + 1];
     }
   }
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 2 * HALF; k < 2 * HALF + 2; ++k) {
     // Tokens 16k..16k+15: n8 blocks 2k (cols 0-7) and 2k+1 (cols 8-15), rows r and r + 8.
     p[k][0] = Dtype16<typename C::KVType>::pack(s[8 * k], s[8 * k + 1]);
     p[k][1] = Dtype16<typename C::KVType>::pack(s[8 * k + 2], s[8 * k + 3]);
@@ -417,22 +436,25 @@ __device__ __forceinline__ void update_softmax_state(float (&s)[32], uint32_t (&
   }
 }
 
-// Stage: publish_p. P into the tile's kpe region (K-major, the A operand of the output
-// wgmma) and the rescale factors into their slot: stmatrix lane l addresses row l % 8 of 8x8
-// matrix l / 8.
-template <typename C>
+// Stage: publish_p, for half HALF of P: its fragments into the tile's kpe region (K-major,
+// the A operand of the output wgmma), with the first half the rescale factors into their slot.
+// stmatrix lane l addresses row l % 8 of 8x8 matrix l / 8.
+template <typename C, int HALF>
 __device__ __forceinline__ void publish_p(const uint32_t (&p)[4][4], const float (&alpha)[2],
                                           const HopperSmem<C>& sm, int stage,
                                           const HopperRole& role) {
   const int matrix = role.lane / 8;
   const int row = 16 * role.warp + (matrix & 1) * 8 + role.lane % 8;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) stmatrix_x4(sm.p(stage) + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
-  if (role.lane % 4 == 0) {
+  for (int k = 2 * HALF; k < 2 * HALF + 2; ++k) {
+    stmatrix_x4(sm.p(stage) + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
+  }
+  if (HALF == 0 && role.lane % 4 == 0) {
     sm.alpha[stage * C::kRows + role.row(0)] = alpha[0];
     sm.alpha[stage * C::kRows + role.row(1)] = alpha[1];
   }
   fence_proxy_async_shared();
+  mbarrier_arrive(sm.ready(stage, HALF));
 }
 
 // O (kOutCols columns of 64 rows: the warpgroup's half) scaled row-wise; skipped by a warp
@@ -446,85 +468,61 @@ __device__ __forceinline__ void rescale_o(float (&o)[C::kOutCols / 2], const flo
     for (int e = 0; e < 4; ++e) o[4 * n8 + e] *= alpha[e >> 1];
 }
 
-// Stage: compute_pv, softmax warpgroup: O[:, 256..] += P (registers) . V. Issued only.
-template <typename C>
-__device__ __forceinline__ void issue_pv_registers(float (&o)[C::kOutCols / 2],
-                                                   uint32_t (&p)[4][4], const HopperSmem<C>& sm,
-                                                   int stage) {
+// Stage: compute_pv (output warpgroup): O[:, its columns] += P . V over tokens 32 HALF ..
+// 32 HALF + 31. Issued and committed only.
+template <typename C, int HALF>
+__device__ __forceinline__ void issue_pv(float (&o)[C::kOutCols / 2], const HopperSmem<C>& sm,
+                                         int stage, const HopperRole& role) {
+  const uint64_t pd = k_major_descriptor<C::kRows>(opaque_address(sm.p(stage)), 0, 0);
+  const uint64_t v = mn_major_descriptor<C::kRows>(opaque_address(sm.kv(stage)), 0, 0);
+  // Two products of half the columns each: the CTA's 512 threads start with 128 registers,
+  // and ptxas places each wgmma within that (a 64 x 256 accumulator needs 154).
+  constexpr int kCols = C::kOutCols / 2;
+  float(&o_left)[kCols / 2] = *reinterpret_cast<float(*)[kCols / 2]>(&o[0]);
+  float(&o_right)[kCols / 2] = *reinterpret_cast<float(*)[kCols / 2]>(&o[kCols / 2]);
+  const int region0 = role.half() * C::kOutRegions;
   wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < C::kPvSteps; ++k) {
-    wgmma_rs<typename C::KVType, C::kOutCols, 1>(
-        o, p[k], mn_major_descriptor<C::kRows>(sm.kv(stage), C::kOutRegions, k), 1);
+  for (int k = 2 * HALF; k < 2 * HALF + 2; ++k) {
+    const uint64_t pk = advance_descriptor(pd, k_major_offset<C::kRows>(k));
+    wgmma_ss<typename C::KVType, kCols, 1>(
+        o_left, pk, advance_descriptor(v, mn_major_offset<C::kRows>(region0, k)), 1);
+    wgmma_ss<typename C::KVType, kCols, 1>(
+        o_right, pk, advance_descriptor(v, mn_major_offset<C::kRows>(region0 + kCols / 64, k)), 1);
   }
   wgmma_commit();
-}
-
-// Stage: compute_pv, output warpgroup: O[:, ..256] += P (shared memory) . V, waited.
-template <typename C>
-__device__ __forceinline__ void compute_pv_shared(float (&o)[C::kOutCols / 2],
-                                                  const HopperSmem<C>& sm, int stage) {
-  wgmma_fence();
-#pragma unroll
-  for (int k = 0; k < C::kPvSteps; ++k) {
-    wgmma_ss<typename C::KVType, C::kOutCols, 1>(
-        o, k_major_descriptor<C::kRows>(sm.p(stage), 0, k),
-        mn_major_descriptor<C::kRows>(sm.kv(stage), 0, k), 1);
-  }
-  wgmma_commit();
-  wgmma_wait<0>();
-  fence_registers(o);
 }
 
 // ---------------------------------------------------------------------------------------
-// The softmax warpgroup's KV loop over a work item's tiles.
+// The scores warpgroup's KV loop over a work item's tiles.
 template <typename C>
-__device__ __forceinline__ void softmax_loop(const MlaParams& p, const HopperTma& tma,
-                                             const HopperSmem<C>& sm, const HopperTile& t,
-                                             uint32_t sequence, float (&o)[C::kOutCols / 2],
-                                             SoftmaxRows& st, const HopperRole& role) {
-  uint32_t pa[4][4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) pa[k][i] = 0u;
+__device__ __forceinline__ void scores_loop(const MlaParams& p, const HopperSmem<C>& sm,
+                                            const HopperTile& t, uint32_t sequence,
+                                            SoftmaxRows& st, const HopperRole& role) {
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
     mbarrier_wait(sm.full(slot.stage), slot.parity);
     float s[32];
     issue_qk<C>(s, sm, slot.stage);
-    if (tile > 0) {
-      // The previous tile's P V was issued before this Q K^T: once it is done (while Q K^T
-      // runs) this warpgroup is done with that tile's stage.
-      wgmma_wait<1>();
-      fence_registers(o);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) fence_registers(pa[k]);
-      mbarrier_arrive(sm.empty(StageSlot::of(sequence + tile - 1).stage));
-    }
     wgmma_wait<0>();
     fence_registers(s);
-    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kSoftmaxOnly);
     if (t.kv_start + (tile + 1) * C::kTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
+    uint32_t pa[4][4];
     float alpha[2];
-    update_softmax_state<C>(s, pa, alpha, st, p.sm_scale_log2);
-    publish_p<C>(pa, alpha, sm, slot.stage, role);
-    // Never waited on here, yet never arrived on twice in one phase: the stage's next fill
-    // waits (through empty) for the output warpgroup, which waits for this phase first.
-    // compute-sanitizer's synccheck reports "Missing wait" on it in long items all the same.
-    mbarrier_arrive(sm.ready(slot.stage));
-    rescale_o<C>(o, alpha);
-    issue_pv_registers<C>(o, pa, sm, slot.stage);
+    const RowBases bases = update_row_max(s, alpha, st, p.sm_scale_log2);
+    // The ready barriers are never waited on here, yet never arrived on twice in one phase:
+    // the stage's next fill waits (through empty) for the output warpgroups, which wait for
+    // these phases first.
+    exponentiate_half<C, 0>(s, pa, bases, st, p.sm_scale_log2);
+    publish_p<C, 0>(pa, alpha, sm, slot.stage, role);
+    exponentiate_half<C, 1>(s, pa, bases, st, p.sm_scale_log2);
+    publish_p<C, 1>(pa, alpha, sm, slot.stage, role);
   }
-  wgmma_wait<0>();
-  fence_registers(o);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) fence_registers(pa[k]);
-  if (t.num_tiles > 0) mbarrier_arrive(sm.empty(StageSlot::of(sequence + t.num_tiles - 1).stage));
 }
 
-// The output warpgroup's loop: P V of each tile's left half, then the stage's release.
+// An output warpgroup's loop: P V of each tile's half of the columns, then the stage's
+// release.
 template <typename C>
 __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSmem<C>& sm,
                                             const HopperTile& t, uint32_t sequence,
@@ -532,27 +530,31 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    mbarrier_wait(sm.ready(slot.stage), slot.parity);
+    mbarrier_wait(sm.ready(slot.stage, 0), slot.parity);
     mbarrier_wait(sm.full(slot.stage), slot.parity);  // the copy's bytes, seen by this proxy too
     const float alpha[2] = {sm.alpha[slot.stage * C::kRows + role.row(0)],
                             sm.alpha[slot.stage * C::kRows + role.row(1)]};
-    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage, kOutputOnly);
+    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage);
     rescale_o<C>(o, alpha);
-    compute_pv_shared<C>(o, sm, slot.stage);
+    issue_pv<C, 0>(o, sm, slot.stage, role);
+    mbarrier_wait(sm.ready(slot.stage, 1), slot.parity);
+    issue_pv<C, 1>(o, sm, slot.stage, role);
+    wgmma_wait<0>();
+    fence_registers(o);
     mbarrier_arrive(sm.empty(slot.stage));
   }
 }
 
 // Stage: write_output. This warpgroup's half of each valid row, scaled by 1 / row sum `l`,
-// into the final output or the partial buffer; the LSE from the softmax warpgroup.
+// into the final output or the partial buffer.
 template <typename C>
 __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::kOutCols / 2],
-                                             const float (&l)[2], const float (&lse)[2],
-                                             const HopperTile& t, const HopperRole& role) {
+                                             const float (&l)[2], const HopperTile& t,
+                                             const HopperRole& role) {
   using OType = typename C::OType;
   const bool partial = t.partial_row >= 0;
   const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kRows;
-  const int col0 = role.group * C::kOutCols;
+  const int col0 = role.half() * C::kOutCols;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int row = role.row(j);
@@ -566,13 +568,6 @@ __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::k
       *reinterpret_cast<uint32_t*>(dst + col0 + role.col(n8)) =
           Dtype16<OType>::pack(o[4 * n8 + 2 * j] * inv, o[4 * n8 + 2 * j + 1] * inv);
     }
-    if (role.softmax() && role.lane % 4 == 0) {
-      if (partial) {
-        p.partial_lse[partial_row0 + row] = lse[j];
-      } else {
-        write_final_lse(p, t.q_token_base, t.row0 + row, lse[j]);
-      }
-    }
   }
 }
 
@@ -580,39 +575,43 @@ __device__ __forceinline__ void write_output(const MlaParams& p, float (&o)[C::k
 // `sequence` counts the tiles the CTA has run so far (the stage ring and its barrier phases),
 // `items` the work items (the row sums' barrier phase).
 template <typename C>
-__device__ __forceinline__ void softmax_item(const MlaParams& p, const HopperTma& tma,
-                                             const HopperSmem<C>& sm, const MlaWorkItem& item,
-                                             uint32_t& sequence, uint32_t& items,
-                                             const HopperRole& role) {
+__device__ __forceinline__ void scores_item(const MlaParams& p, const HopperSmem<C>& sm,
+                                            const MlaWorkItem& item, uint32_t& sequence,
+                                            uint32_t& items, const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
   block_barrier_across_roles();  // the previous item is done with every buffer
-  float o[C::kOutCols / 2];
-#pragma unroll
-  for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
   SoftmaxRows st;
   st.init();
   if (t.num_tiles > 0) {
     load_q<C>(p, sm, t, role);
     cp_async_wait<0>();
     fence_proxy_async_shared();
-    named_barrier_sync(kSoftmaxOnly, C::kGroupThreads);
+    named_barrier_sync(kScoresOnly, C::kGroupThreads);
   }
-  softmax_loop<C>(p, tma, sm, t, sequence, o, st, role);
-  float l[2], lse[2];
+  scores_loop<C>(p, sm, t, sequence, st, role);
+  const bool partial = t.partial_row >= 0;
+  const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kRows;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    l[j] = quad_sum(st.l[j]);
-    if (role.lane % 4 == 0) sm.row_sum[role.row(j)] = l[j];
-    lse[j] = st.m[j] == neg_inf() || l[j] <= 0.f ? neg_inf()
-                                                 : st.m[j] * p.sm_scale_log2 + fast_log2(l[j]);
+    const int row = role.row(j);
+    const float l = quad_sum(st.l[j]);
+    if (role.lane % 4 == 0) sm.row_sum[row] = l;
+    const float lse = st.m[j] == neg_inf() || l <= 0.f ? neg_inf()
+                                                       : st.m[j] * p.sm_scale_log2 + fast_log2(l);
+    if (role.lane % 4 == 0 && row < t.rows) {
+      if (partial) {
+        p.partial_lse[partial_row0 + row] = lse;
+      } else {
+        write_final_lse(p, t.q_token_base, t.row0 + row, lse);
+      }
+    }
   }
-  // The output warpgroup reads them after this phase; it reads them before the next item's
-  // first barrier, which orders the next item's writes after its reads.
+  // The output warpgroups read the row sums after this phase; they read them before the next
+  // item's first barrier, which orders the next item's writes after their reads.
   mbarrier_arrive(sm.sums());
   sequence += t.num_tiles;
   ++items;
-  write_output<C>(p, o, l, lse, t, role);
 }
 
 template <typename C>
@@ -631,8 +630,7 @@ __device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma&
   mbarrier_wait(sm.sums(), items & 1u);
   ++items;
   const float l[2] = {sm.row_sum[role.row(0)], sm.row_sum[role.row(1)]};
-  const float lse[2] = {neg_inf(), neg_inf()};  // the softmax warpgroup writes the LSE
-  write_output<C>(p, o, l, lse, t, role);
+  write_output<C>(p, o, l, t, role);
 }
 
 template <typename C>
@@ -649,7 +647,7 @@ __device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTm
 }
 
 // Every role runs its own loop over the CTA's work items.
-enum class HopperRoleKind { kOutput, kSoftmax, kProducer };
+enum class HopperRoleKind { kScores, kOutput, kProducer };
 
 template <typename C, HopperRoleKind ROLE>
 __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTma& tma,
@@ -661,8 +659,8 @@ __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTm
   for (int32_t w = first; w < last; ++w) {
     if constexpr (ROLE == HopperRoleKind::kOutput) {
       output_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
-    } else if constexpr (ROLE == HopperRoleKind::kSoftmax) {
-      softmax_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
+    } else if constexpr (ROLE == HopperRoleKind::kScores) {
+      scores_item<C>(p, sm, p.work_items[w], sequence, items, role);
     } else {
       producer_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
     }
@@ -687,21 +685,26 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   if (params.phase != 2 && threadIdx.x == 0) {
     for (int stage = 0; stage < Config::kStages; ++stage) {
       mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kProducerThreads);
-      mbarrier_init(sm.empty(stage), Config::kConsumerThreads);
-      mbarrier_init(sm.ready(stage), Config::kGroupThreads);
+      mbarrier_init(sm.empty(stage), Config::kOutputThreads);
+      mbarrier_init(sm.ready(stage, 0), Config::kGroupThreads);
+      mbarrier_init(sm.ready(stage, 1), Config::kGroupThreads);
     }
     mbarrier_init(sm.sums(), Config::kGroupThreads);
     fence_barrier_init();
   }
   __syncthreads();
   const bool attend = params.phase != 2;
-  if (role.output()) {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kConsumerRegisters));
+  if (role.group == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kScoresRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kScores>(params, tma, sm, role);
+    merge_phase<Config>(params);
+  } else if (role.group == 1) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
     if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
     merge_phase<Config>(params);
-  } else if (role.softmax()) {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kConsumerRegisters));
-    if (attend) for_each_item<Config, HopperRoleKind::kSoftmax>(params, tma, sm, role);
+  } else if (role.group == 2) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
     merge_phase<Config>(params);
   } else {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kProducerRegisters));

@@ -60,6 +60,32 @@ __device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t base, int regio
   return sw128_descriptor(start, Sw128Tile<ROWS>::kRegionBytes, 1024);
 }
 
+// A copy of a shared-memory address the compiler cannot see through. Descriptors built from it
+// where a wgmma is issued stay there: built from the plain address, the dozens of
+// loop-invariant 64-bit descriptors of a KV loop get hoisted out of it and pin (or spill) the
+// registers the accumulators need.
+__device__ __forceinline__ uint32_t opaque_address(uint32_t address) {
+  asm volatile("" : "+r"(address));
+  return address;
+}
+
+// The descriptor of the operand `bytes` further on: only the start address changes, and its
+// field cannot overflow (shared memory ends below 256 KiB).
+__device__ __forceinline__ uint64_t advance_descriptor(uint64_t descriptor, uint32_t bytes) {
+  const uint32_t low = static_cast<uint32_t>(descriptor) + (bytes >> 4);
+  return (descriptor & 0xffffffff00000000ull) | low;
+}
+
+// Byte offsets, from the tile's base, of a K-major operand's k-step and of an MN-major one's.
+template <int ROWS>
+__device__ __forceinline__ constexpr uint32_t k_major_offset(int k_step) {
+  return (k_step >> 2) * Sw128Tile<ROWS>::kRegionBytes + (k_step & 3) * 32;
+}
+template <int ROWS>
+__device__ __forceinline__ constexpr uint32_t mn_major_offset(int region0, int k_step) {
+  return region0 * Sw128Tile<ROWS>::kRegionBytes + k_step * 16 * Sw128Tile<ROWS>::kRowBytes;
+}
+
 // Orders earlier register and shared-memory accesses of this warpgroup before its next wgmma.
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");

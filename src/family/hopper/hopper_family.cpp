@@ -12,10 +12,11 @@
 namespace mlajit::family::hopper {
 namespace {
 
-// The kernel's geometry (kernels/hopper/mla_hopper.cuh, HopperConfig): an output and a softmax
-// warpgroup and a producer warpgroup; 64 packed query rows by 576 dims against 64-token KV
-// tiles in two stages. The kernel static_asserts the threads and shared memory codegen writes.
-constexpr int kThreadsPerBlock = 384;
+// The kernel's geometry (kernels/hopper/mla_hopper.cuh, HopperConfig): a scores warpgroup, two
+// output warpgroups and a producer warpgroup; 64 packed query rows by 576 dims against 64-token
+// KV tiles in two stages. The kernel static_asserts the threads and shared memory codegen
+// writes.
+constexpr int kThreadsPerBlock = 512;
 constexpr int kRows = 64;
 constexpr int kTileTokens = 64;
 constexpr int kStages = 2;
@@ -26,11 +27,11 @@ constexpr int kMinAutoHeads = 32;
 const TileConfig kTile{kStages, kTileTokens, false, kRows};
 
 // Q and each KV stage: 64 rows of 576 16-bit values; then a row of rescale factors per stage,
-// the final row sums, three mbarriers per stage and one for the row sums; 1 KiB of slack to align the base to the
-// 128-byte swizzle's 1 KiB atom.
+// the final row sums, four mbarriers per stage (full, empty, and ready for each half of P) and
+// one for the row sums; 1 KiB of slack to align the base to the 128-byte swizzle's 1 KiB atom.
 int shared_storage_bytes() {
   const int tile = kRows * (kHeadDims.ckv + kHeadDims.kpe) * 2;
-  return (1 + kStages) * tile + kStages * kRows * 4 + kRows * 4 + (3 * kStages + 1) * 8 + 1024;
+  return (1 + kStages) * tile + kStages * kRows * 4 + kRows * 4 + (4 * kStages + 1) * 8 + 1024;
 }
 
 const char* kernel_type(DType dtype) {
@@ -53,8 +54,8 @@ class HopperFamily final : public KernelFamily {
  public:
   const char* name() const override { return "hopper"; }
   const char* summary() const override {
-    return "wgmma + TMA kernel for compute capability 9.0 (sm_90a): softmax, output and "
-           "producer warpgroups over a two-stage KV ring";
+    return "wgmma + TMA kernel for compute capability 9.0 (sm_90a): scores, two output and a "
+           "producer warpgroup over a two-stage KV ring";
   }
   std::vector<HeadDims> head_dims() const override { return {kHeadDims}; }
 
