@@ -47,6 +47,12 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t barrier, uint32_t parity)
       : "memory");
 }
 
+// Fetches a tensor map (a __grid_constant__ kernel parameter) into the copy engine's
+// descriptor cache ahead of its first use.
+__device__ __forceinline__ void prefetch_tensor_map(const void* tensor_map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(tensor_map) : "memory");
+}
+
 // An L2 policy for data read once (the KV cache): evicted first, so it does not push out the
 // query tiles and partial rows that are read again.
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {

@@ -6,15 +6,17 @@
 // KV arrives in tiles of 64 tokens through a ring of two stages. Per tile:
 //  - the scores warpgroup (0) computes S = Q K^T over all 576 dims (Q is read from shared
 //    memory), the online softmax, and publishes P (in the tile's kpe region, free once S is
-//    done) with the rows' rescale factors, in two halves of 32 tokens: the output warpgroups
-//    start on the first while it exponentiates the second. It does no P V: its chain per
+//    done) in two halves of 32 tokens, the rows' rescale factors before either: the output
+//    warpgroups rescale O while it exponentiates and start P V on the first half while it
+//    computes the second. It does no P V: its chain per
 //    tile, the kernel's critical path, is Q K^T, the exponentials and the publication;
 //  - the output warpgroups (1: columns 0-255, 2: columns 256-511) accumulate P V from the
 //    published P, each holding half of O;
 //  - the producer warpgroup (3) refills a stage as soon as both output warpgroups have read
 //    it: one TMA thread with the page ids read a tile ahead, or 128 gathering threads.
 // While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
-// Per stage, mbarriers say the copy is full, P and the rescale factors are ready, and both
+// Per stage, mbarriers say the copy is full, the rescale factors and each half of P are
+// published, and both
 // output warpgroups are done with it. The host contract (work items, merge records, phases)
 // is mla_params.cuh, as for the portable family: the planner, workspace and merge are shared.
 #pragma once
@@ -83,8 +85,9 @@ struct HopperConfig {
   static constexpr int kRowSumOffset = kAlphaOffset + kStages * kRows * 4;
   static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
-  // Per stage: full, empty and one ready barrier per half of P; then the row sums' barrier.
-  static constexpr int kBarriers = 4 * kStages + 1;
+  // Per stage: full, empty, scaled and one ready barrier per half of P; then the row sums'
+  // barrier.
+  static constexpr int kBarriers = 5 * kStages + 1;
   static constexpr int kSmemBytes = kBarrierOffset + kBarriers * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
@@ -130,13 +133,16 @@ struct HopperSmem {
   __device__ __forceinline__ uint32_t empty(int stage) const {
     return full0 + (C::kStages + stage) * 8;
   }
-  // The scores warpgroup has published half `half` of the stage's P (tokens 32 half ..
-  // 32 half + 31; with the first half, the rescale factors).
+  // The scores warpgroup has published the rescale factors of the stage's tile / half `half`
+  // of its P (tokens 32 half .. 32 half + 31).
+  __device__ __forceinline__ uint32_t scaled(int stage) const {
+    return full0 + (2 * C::kStages + stage) * 8;
+  }
   __device__ __forceinline__ uint32_t ready(int stage, int half) const {
-    return full0 + (2 * C::kStages + 2 * stage + half) * 8;
+    return full0 + (3 * C::kStages + 2 * stage + half) * 8;
   }
   // The scores warpgroup has written the work item's final row sums (one phase per item).
-  __device__ __forceinline__ uint32_t sums() const { return full0 + 4 * C::kStages * 8; }
+  __device__ __forceinline__ uint32_t sums() const { return full0 + 5 * C::kStages * 8; }
 };
 
 // This thread's place: group (0 scores, 1 and 2 output, 3 producer), its index there, warp
@@ -436,22 +442,28 @@ __device__ __forceinline__ void exponentiate_half(float (&s)[32], uint32_t (&p)[
   }
 }
 
+// Stage: publish_alpha. The rescale factors into their slot, as soon as the row maxima are
+// known: the output warpgroups rescale O while the probabilities are computed.
+template <typename C>
+__device__ __forceinline__ void publish_alpha(const float (&alpha)[2], const HopperSmem<C>& sm,
+                                              int stage, const HopperRole& role) {
+  if (role.lane % 4 == 0) {
+    sm.alpha[stage * C::kRows + role.row(0)] = alpha[0];
+    sm.alpha[stage * C::kRows + role.row(1)] = alpha[1];
+  }
+  mbarrier_arrive(sm.scaled(stage));
+}
+
 // Stage: publish_p, for half HALF of P: its fragments into the tile's kpe region (K-major,
-// the A operand of the output wgmma), with the first half the rescale factors into their slot.
-// stmatrix lane l addresses row l % 8 of 8x8 matrix l / 8.
+// the A operand of the output wgmma). stmatrix lane l addresses row l % 8 of 8x8 matrix l / 8.
 template <typename C, int HALF>
-__device__ __forceinline__ void publish_p(const uint32_t (&p)[4][4], const float (&alpha)[2],
-                                          const HopperSmem<C>& sm, int stage,
-                                          const HopperRole& role) {
+__device__ __forceinline__ void publish_p(const uint32_t (&p)[4][4], const HopperSmem<C>& sm,
+                                          int stage, const HopperRole& role) {
   const int matrix = role.lane / 8;
   const int row = 16 * role.warp + (matrix & 1) * 8 + role.lane % 8;
 #pragma unroll
   for (int k = 2 * HALF; k < 2 * HALF + 2; ++k) {
     stmatrix_x4(sm.p(stage) + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
-  }
-  if (HALF == 0 && role.lane % 4 == 0) {
-    sm.alpha[stage * C::kRows + role.row(0)] = alpha[0];
-    sm.alpha[stage * C::kRows + role.row(1)] = alpha[1];
   }
   fence_proxy_async_shared();
   mbarrier_arrive(sm.ready(stage, HALF));
@@ -511,13 +523,14 @@ __device__ __forceinline__ void scores_loop(const MlaParams& p, const HopperSmem
     uint32_t pa[4][4];
     float alpha[2];
     const RowBases bases = update_row_max(s, alpha, st, p.sm_scale_log2);
-    // The ready barriers are never waited on here, yet never arrived on twice in one phase:
-    // the stage's next fill waits (through empty) for the output warpgroups, which wait for
-    // these phases first.
+    // The scaled and ready barriers are never waited on here, yet never arrived on twice in
+    // one phase: the stage's next fill waits (through empty) for the output warpgroups, which
+    // wait for these phases first.
+    publish_alpha<C>(alpha, sm, slot.stage, role);
     exponentiate_half<C, 0>(s, pa, bases, st, p.sm_scale_log2);
-    publish_p<C, 0>(pa, alpha, sm, slot.stage, role);
+    publish_p<C, 0>(pa, sm, slot.stage, role);
     exponentiate_half<C, 1>(s, pa, bases, st, p.sm_scale_log2);
-    publish_p<C, 1>(pa, alpha, sm, slot.stage, role);
+    publish_p<C, 1>(pa, sm, slot.stage, role);
   }
 }
 
@@ -530,12 +543,13 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    mbarrier_wait(sm.ready(slot.stage, 0), slot.parity);
+    mbarrier_wait(sm.scaled(slot.stage), slot.parity);
     mbarrier_wait(sm.full(slot.stage), slot.parity);  // the copy's bytes, seen by this proxy too
     const float alpha[2] = {sm.alpha[slot.stage * C::kRows + role.row(0)],
                             sm.alpha[slot.stage * C::kRows + role.row(1)]};
     if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage);
     rescale_o<C>(o, alpha);
+    mbarrier_wait(sm.ready(slot.stage, 0), slot.parity);
     issue_pv<C, 0>(o, sm, slot.stage, role);
     mbarrier_wait(sm.ready(slot.stage, 1), slot.parity);
     issue_pv<C, 1>(o, sm, slot.stage, role);
@@ -686,6 +700,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     for (int stage = 0; stage < Config::kStages; ++stage) {
       mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kProducerThreads);
       mbarrier_init(sm.empty(stage), Config::kOutputThreads);
+      mbarrier_init(sm.scaled(stage), Config::kGroupThreads);
       mbarrier_init(sm.ready(stage, 0), Config::kGroupThreads);
       mbarrier_init(sm.ready(stage, 1), Config::kGroupThreads);
     }
@@ -693,6 +708,11 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     fence_barrier_init();
   }
   __syncthreads();
+  // The tensor maps into the descriptor cache before the producer's first copy.
+  if (params.phase != 2 && tma.enabled && threadIdx.x == 3 * Config::kGroupThreads) {
+    prefetch_tensor_map(&tma.ckv);
+    prefetch_tensor_map(&tma.kpe);
+  }
   const bool attend = params.phase != 2;
   if (role.group == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kScoresRegisters));
