@@ -702,22 +702,28 @@ int main(int argc, char** argv) {
     const int sms = prop.multiProcessorCount;
     time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
 #ifdef HARNESS_TRACE
-    static long long trace[3][512][8];
+    // Needs the kernel's clock64 stamps: git apply
+    // tools/dev/results/sitting-2026-12-02/hopper-trace-stamps.patch. Per role, stamp k of
+    // tiles 8..47 of CTA 0, averaged, relative to the scores warpgroup's start of the same tile.
+    static long long trace[4][512][8];
     CHECK_CUDA(cudaMemcpyFromSymbol(trace, g_trace, sizeof(trace)));
-    // Per-tile intervals (cycles) of CTA 0's work items, tiles 8..47, averaged.
-    auto report = [&](int role, const char* who, std::vector<const char*> names) {
-      for (size_t k = 0; k < names.size(); ++k) {
+    const char* names[4] = {"scores", "out-left", "out-right", "producer"};
+    for (int role = 0; role < 4; ++role) {
+      std::printf("%-9s", names[role]);
+      for (int k = 0; k < 8; ++k) {
         double a = 0;
-        for (int t = 8; t < 48; ++t) a += trace[role][t][k + 1] - trace[role][t][k];
-        std::printf("%-8s %-34s %7.0f\n", who, names[k], a / 40);
+        for (int t = 8; t < 48; ++t) a += trace[role][t][k] - trace[0][t][0];
+        std::printf(" s%d=%6.0f", k, a / 40);
       }
-      double a = 0;
-      for (int t = 8; t < 48; ++t) a += trace[role][t + 1][0] - trace[role][t][0];
-      std::printf("%-8s %-34s %7.0f\n", who, "per tile", a / 40);
-    };
-    report(1, "softmax", {"wait full", "issue qk", "wait<1> PV_R prev", "wait QK", "softmax", "AlphaTaken+publish", "rescale+PV issue"});
-    report(0, "output", {"wait ScoresReady", "alpha, full, clear", "rescale", "PV_L (waited)", "arrive empty"});
-    report(2, "producer", {"wait empty + load", "fetch next page ids"});
+      std::printf("\n");
+    }
+    double per = 0, copy = 0;
+    for (int t = 8; t < 48; ++t) {
+      per += trace[0][t + 1][0] - trace[0][t][0];
+      copy += trace[0][t][1] - trace[3][t][2];
+    }
+    std::printf("per tile %6.0f cycles; copy issued -> scores warpgroup past its full wait %6.0f\n",
+                per / 40, copy / 40);
 #endif
     return 0;
   }
