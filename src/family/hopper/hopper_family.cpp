@@ -85,11 +85,11 @@ class HopperFamily final : public KernelFamily {
     return "";
   }
 
-  // Measured on the H200 (docs/PERF.md, 2026-12-01): from 32 heads (and at 16 heads with 2-4
-  // speculative tokens) it runs 1.3-2.1x the portable kernel, pages of 64 or of 1; a 16-head
-  // decode step fills a quarter of its 64-row MMA tile, and there the portable kernel's
-  // narrow tiles are 1-5% faster (22-29% at page size 1). The query length is not known when
-  // the kernel is chosen, so the head count decides.
+  // Measured on the H200 (docs/PERF.md, 2026-12-01 and 2026-12-02): from 32 heads (and at 16
+  // heads with 2-4 speculative tokens) it runs 1.3-2.3x the portable kernel, pages of 64 or of
+  // 1; a 16-head decode step fills a quarter of its 64-row MMA tile, and there the portable
+  // kernel's narrow tiles are 0-2% faster (12% at page size 1). The query length is not known
+  // when the kernel is chosen, so the head count decides.
   bool auto_eligible(const MlaShape& shape, const DeviceTarget&) const override {
     return shape.num_heads >= kMinAutoHeads;
   }
