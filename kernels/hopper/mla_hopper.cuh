@@ -8,17 +8,17 @@
 //    memory), the online softmax, and publishes P (in the tile's kpe region, free once S is
 //    done) in two halves of 32 tokens, the rows' rescale factors before either: the output
 //    warpgroups rescale O while it exponentiates and start P V on the first half while it
-//    computes the second. It does no P V: its chain per
-//    tile, the kernel's critical path, is Q K^T, the exponentials and the publication;
+//    computes the second. It does no P V: its chain per tile, the kernel's critical path, is
+//    Q K^T, the exponentials and the publication;
 //  - the output warpgroups (1: columns 0-255, 2: columns 256-511) accumulate P V from the
 //    published P, each holding half of O;
 //  - the producer warpgroup (3) refills a stage as soon as both output warpgroups have read
 //    it: one TMA thread with the page ids read a tile ahead, or 128 gathering threads.
 // While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
 // Per stage, mbarriers say the copy is full, the rescale factors and each half of P are
-// published, and both
-// output warpgroups are done with it. The host contract (work items, merge records, phases)
-// is mla_params.cuh, as for the portable family: the planner, workspace and merge are shared.
+// published, and both output warpgroups are done with it. The host contract (work items,
+// merge records, phases) is mla_params.cuh, as for the portable family: the planner,
+// workspace and merge are shared.
 #pragma once
 #include "common/block_barrier.cuh"
 #include "common/grid_barrier.cuh"

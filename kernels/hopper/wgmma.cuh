@@ -40,13 +40,24 @@ __device__ __forceinline__ uint64_t sw128_descriptor(uint32_t smem_address, uint
          static_cast<uint64_t>((stride_bytes >> 4) & 0x3fff) << 32 | 1ull << 62;
 }
 
+// Byte offsets, from a Sw128Tile's base, of a K-major operand's k-step (16 columns: steps 0-3
+// walk one region in 32-byte moves, then the next region) and of an MN-major operand's k-step
+// (16 rows) from region `region0` on.
+template <int ROWS>
+__device__ __forceinline__ constexpr uint32_t k_major_offset(int k_step) {
+  return (k_step >> 2) * Sw128Tile<ROWS>::kRegionBytes + (k_step & 3) * 32;
+}
+template <int ROWS>
+__device__ __forceinline__ constexpr uint32_t mn_major_offset(int region0, int k_step) {
+  return region0 * Sw128Tile<ROWS>::kRegionBytes + k_step * 16 * Sw128Tile<ROWS>::kRowBytes;
+}
+
 // K-major operand (A, or B of Q.K^T) starting at row `row0` of a Sw128Tile<ROWS> at `base`,
-// k-step `k_step` (16 columns): steps 0-3 walk one region in 32-byte moves, then the next
-// region. Rows repeat every 8 (stride 1 KiB); the leading offset is unused by this layout.
+// k-step `k_step`. Rows repeat every 8 (stride 1 KiB); the leading offset is unused by this
+// layout.
 template <int ROWS>
 __device__ __forceinline__ uint64_t k_major_descriptor(uint32_t base, int row0, int k_step) {
-  const uint32_t start = base + (k_step >> 2) * Sw128Tile<ROWS>::kRegionBytes +
-                         row0 * Sw128Tile<ROWS>::kRowBytes + (k_step & 3) * 32;
+  const uint32_t start = base + row0 * Sw128Tile<ROWS>::kRowBytes + k_major_offset<ROWS>(k_step);
   return sw128_descriptor(start, 16, 1024);
 }
 
@@ -55,9 +66,8 @@ __device__ __forceinline__ uint64_t k_major_descriptor(uint32_t base, int row0, 
 // the 8-row atoms are 1 KiB apart (stride offset).
 template <int ROWS>
 __device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t base, int region0, int k_step) {
-  const uint32_t start = base + region0 * Sw128Tile<ROWS>::kRegionBytes +
-                         k_step * 16 * Sw128Tile<ROWS>::kRowBytes;
-  return sw128_descriptor(start, Sw128Tile<ROWS>::kRegionBytes, 1024);
+  return sw128_descriptor(base + mn_major_offset<ROWS>(region0, k_step),
+                         Sw128Tile<ROWS>::kRegionBytes, 1024);
 }
 
 // A copy of a shared-memory address the compiler cannot see through. Descriptors built from it
@@ -74,16 +84,6 @@ __device__ __forceinline__ uint32_t opaque_address(uint32_t address) {
 __device__ __forceinline__ uint64_t advance_descriptor(uint64_t descriptor, uint32_t bytes) {
   const uint32_t low = static_cast<uint32_t>(descriptor) + (bytes >> 4);
   return (descriptor & 0xffffffff00000000ull) | low;
-}
-
-// Byte offsets, from the tile's base, of a K-major operand's k-step and of an MN-major one's.
-template <int ROWS>
-__device__ __forceinline__ constexpr uint32_t k_major_offset(int k_step) {
-  return (k_step >> 2) * Sw128Tile<ROWS>::kRegionBytes + (k_step & 3) * 32;
-}
-template <int ROWS>
-__device__ __forceinline__ constexpr uint32_t mn_major_offset(int region0, int k_step) {
-  return region0 * Sw128Tile<ROWS>::kRegionBytes + k_step * 16 * Sw128Tile<ROWS>::kRowBytes;
 }
 
 // Orders earlier register and shared-memory accesses of this warpgroup before its next wgmma.
