@@ -129,6 +129,12 @@ TEST_CASE("the public API lists the families and says which one a shape gets") {
   CHECK(mlajit::tile_for_arch("sm_90a", MlaShape{}).family == "hopper");
   MlaShape sixteen_heads;
   sixteen_heads.num_heads = 16;
+  // 16 heads: hopper on whole-tile pages (its TMA path), portable on smaller ones.
+  CHECK(mlajit::tile_for_arch("sm_90a", sixteen_heads).family == "hopper");
+  sixteen_heads.page_size = 16;
+  CHECK(mlajit::tile_for_arch("sm_90a", sixteen_heads).family == "portable");
+  sixteen_heads.num_heads = 8;
+  sixteen_heads.page_size = 64;
   const mlajit::TileChoice choice = mlajit::tile_for_arch("sm_90a", sixteen_heads);
   CHECK(choice.family == "portable");
   CHECK(choice.tier == 1);

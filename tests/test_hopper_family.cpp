@@ -52,6 +52,13 @@ MlaRunArgs concatenated_cache(int page_size) {
   return args;
 }
 
+int32_t split_copies(const mlajit::family::KernelRunParams& params) {
+  int32_t split = -1;
+  std::memcpy(&split, params.bytes.data() + offsetof(mlajit_kernel::HopperTma, split_copies),
+              sizeof(split));
+  return split;
+}
+
 int32_t tma_enabled(const mlajit::family::KernelRunParams& params) {
   int32_t enabled = -1;
   std::memcpy(&enabled, params.bytes.data() + offsetof(mlajit_kernel::HopperTma, enabled),
@@ -155,6 +162,22 @@ TEST_CASE("hopper's second parameter holds TMA maps for whole-tile pages and non
   MlaRunArgs odd = concatenated_cache(64);
   odd.ckv_stride_page = 576 * 32;  // pages overlap: no tensor map describes them
   CHECK(tma_enabled(hopper().run_params(shape, spec, odd)) == 0);
+}
+
+TEST_CASE("hopper splits its KV copies between TMA and cp.async at 16 heads or fewer") {
+  const KernelSpec spec = hopper().spec_for(MlaShape{}, profile_target("sm_90"), MlaOptions{});
+  MlaShape shape;
+  shape.page_size = 64;
+  for (int heads : {1, 8, 16, 17, 32, 128}) {
+    shape.num_heads = heads;
+    const auto params = hopper().run_params(shape, spec, concatenated_cache(64));
+    INFO("heads " << heads);
+    CHECK(tma_enabled(params) == 1);
+    CHECK(split_copies(params) == (heads <= 16 ? 1 : 0));
+  }
+  shape.num_heads = 16;
+  shape.page_size = 16;  // no TMA: the gather copies everything, nothing to split
+  CHECK(split_copies(hopper().run_params(shape, spec, concatenated_cache(16))) == 0);
 }
 
 TEST_CASE("the hopper kernel compiles with NVRTC for sm_90a in every fleet shape") {

@@ -13,7 +13,8 @@
 //  - the output warpgroups (1: columns 0-255, 2: columns 256-511) accumulate P V from the
 //    published P, each holding half of O;
 //  - the producer warpgroup (3) refills a stage as soon as both output warpgroups have read
-//    it: one TMA thread with the page ids read a tile ahead, or 128 gathering threads.
+//    it: one TMA thread with the page ids read a tile ahead (joined, in launches bound by
+//    memory, by the other threads' cp.async for the last regions), or 128 gathering threads.
 // While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
 // Per stage, mbarriers say the copy is full, the rescale factors and each half of P are
 // published, and both output warpgroups are done with it. The host contract (work items,
@@ -64,6 +65,9 @@ struct HopperConfig {
   static constexpr int kOutCols = HEAD_DIM_CKV / 2;     // output columns of a warpgroup
   static constexpr int kOutRegions = kOutCols / 64;
   static constexpr int kQkSteps = kDim / 16;
+  // With HopperTma::split_copies, regions [0, kSplitTmaRegions) come by TMA, the rest by
+  // cp.async (measured on the H200 against 4 and 9 TMA regions: docs/PERF.md, 2026-12-02).
+  static constexpr int kSplitTmaRegions = 6;
   static constexpr int kPvSteps = kTile / 16;
 
   static_assert(sizeof(QType) == 2 && sizeof(KVType) == 2 && sizeof(OType) == 2,
@@ -220,24 +224,26 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const HopperSmem<C>& 
   cp_async_commit();
 }
 
-// Stage: load_kv (producer warpgroup), TMA: lane 0 copies the tile as kRegions boxes of 64 columns x
-// 64 tokens of page `page` (its id read a tile ahead); the stage barrier completes on their
-// bytes.
-template <typename C>
+// Stage: load_kv (producer warpgroup), TMA: lane 0 copies regions [0, REGIONS) of the tile as
+// boxes of 64 columns x 64 tokens of page `page` (its id read a tile ahead); the stage barrier
+// completes on their bytes.
+template <typename C, int REGIONS>
 __device__ __forceinline__ void load_kv_tma(const MlaParams& p, const HopperTma& tma,
                                             const HopperSmem<C>& sm, const HopperTile& t,
                                             int32_t page, int tile, int stage) {
   const int32_t slot = (t.kv_start + tile * C::kTile) % p.page_size;
   const uint32_t dst = sm.kv(stage), barrier = sm.full(stage);
   const uint64_t policy = l2_evict_first_policy();
-  mbarrier_arrive_expect_tx(barrier, C::kTileBytes);
+  mbarrier_arrive_expect_tx(barrier, REGIONS * C::Tile::kRegionBytes);
 #pragma unroll
-  for (int region = 0; region < C::kKpeRegion; ++region) {
-    tma_load_3d(dst + region * C::Tile::kRegionBytes, &tma.ckv, region * 64, slot, page, barrier,
-                policy);
+  for (int region = 0; region < REGIONS; ++region) {
+    if (region == C::kKpeRegion) {
+      tma_load_3d(dst + region * C::Tile::kRegionBytes, &tma.kpe, 0, slot, page, barrier, policy);
+    } else {
+      tma_load_3d(dst + region * C::Tile::kRegionBytes, &tma.ckv, region * 64, slot, page,
+                  barrier, policy);
+    }
   }
-  tma_load_3d(dst + C::kKpeRegion * C::Tile::kRegionBytes, &tma.kpe, 0, slot, page, barrier,
-              policy);
 }
 
 // The rows the producer gathers: eight threads copy a row's 128 bytes of one region, sixteen
@@ -249,8 +255,8 @@ struct GatherRows {
   __device__ __forceinline__ static int row(int index, int pass) { return index / 8 + pass * kRowsPerPass; }
 };
 
-// Page ids of the rows a producer lane copies next (one per gather pass, or lane 0's one id
-// of a TMA tile), read a tile ahead: with small pages every row may need its own id, and
+// Page ids of the rows a producer lane copies next (one per gather pass, or the one id of a
+// TMA tile), read a tile ahead: with small pages every row may need its own id, and
 // waiting for them before the copies would put a global-memory round trip in front of every
 // tile. -1 marks rows at or past kv_stop.
 template <typename C>
@@ -304,6 +310,36 @@ __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperS
   cp_async_mbarrier_arrive(sm.full(stage));
 }
 
+// Stage: load_kv (producer warpgroup), the cp.async share of a split copy: regions
+// [kSplitTmaRegions, kRegions) of the tile, whose rows all lie in page `page`; the stage
+// barrier completes when every lane's copies have landed (beside the TMA bytes). Rows past
+// kv_stop are copied as they are, as TMA copies them: clear_tail_rows zeroes them where P V
+// would read them.
+template <typename C>
+__device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const HopperSmem<C>& sm,
+                                                   const HopperTile& t, int32_t page, int index,
+                                                   int tile, int stage) {
+  using KVType = typename C::KVType;
+  const int lane8 = index % 8;
+  const uint32_t dst = sm.kv(stage);
+  const int32_t slot0 = (t.kv_start + tile * C::kTile) % p.page_size;
+#pragma unroll
+  for (int pass = 0; pass < GatherRows<C>::kPasses; ++pass) {
+    const int row = GatherRows<C>::row(index, pass);
+    const int64_t token = slot0 + row;
+    const KVType* ckv = static_cast<const KVType*>(p.ckv) +
+                        static_cast<int64_t>(page) * p.ckv_stride_page + token * p.ckv_stride_token;
+    const KVType* kpe = static_cast<const KVType*>(p.kpe) +
+                        static_cast<int64_t>(page) * p.kpe_stride_page + token * p.kpe_stride_token;
+#pragma unroll
+    for (int region = C::kSplitTmaRegions; region < C::kRegions; ++region) {
+      const KVType* src = region < C::kKpeRegion ? ckv + region * 64 : kpe;
+      cp_async_16(dst + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, true);
+    }
+  }
+  cp_async_mbarrier_arrive(sm.full(stage));
+}
+
 // The producer warpgroup's loop over a work item's tiles: each stage is refilled once both
 // output warpgroups have read the tile before (the first kStages tiles of an item find their
 // stages free: the item starts behind a CTA barrier).
@@ -318,8 +354,15 @@ __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTm
     if (tile >= C::kStages) {
       mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
     }
-    if (tma.enabled) {
-      if (role.index == 0) load_kv_tma<C>(p, tma, sm, t, pages.page[0], tile, slot.stage);
+    if (tma.enabled && tma.split_copies) {
+      if (role.index == 0) {
+        load_kv_tma<C, C::kSplitTmaRegions>(p, tma, sm, t, pages.page[0], tile, slot.stage);
+      }
+      load_kv_split_rest<C>(p, sm, t, pages.page[0], role.index, tile, slot.stage);
+    } else if (tma.enabled) {
+      if (role.index == 0) {
+        load_kv_tma<C, C::kRegions>(p, tma, sm, t, pages.page[0], tile, slot.stage);
+      }
     } else {
       load_kv_gather<C>(p, sm, t, pages, role.index, tile, slot.stage);
     }
@@ -698,7 +741,10 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
   if (params.phase != 2 && threadIdx.x == 0) {
     for (int stage = 0; stage < Config::kStages; ++stage) {
-      mbarrier_init(sm.full(stage), tma.enabled ? 1 : Config::kProducerThreads);
+      // Arrivals: the TMA thread's, and each producer thread's cp.async.
+      mbarrier_init(sm.full(stage), !tma.enabled         ? Config::kProducerThreads
+                                    : tma.split_copies ? 1 + Config::kProducerThreads
+                                                       : 1);
       mbarrier_init(sm.empty(stage), Config::kOutputThreads);
       mbarrier_init(sm.scaled(stage), Config::kGroupThreads);
       mbarrier_init(sm.ready(stage, 0), Config::kGroupThreads);

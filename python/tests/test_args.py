@@ -691,7 +691,7 @@ class ThroughTheLibrary(unittest.TestCase):
     def test_tile_for_arch_needs_no_gpu(self):
         library_or_skip(self)
         self.assertEqual(mlajit.tile_for_arch("sm_90")["family"], "hopper")
-        tile = mlajit.tile_for_arch("sm_90", num_heads=16)  # auto: portable below 32 heads
+        tile = mlajit.tile_for_arch("sm_90", num_heads=8)  # auto: portable below 16 heads
         self.assertEqual(tile["family"], "portable")
         self.assertIn(tile["tier"], (1, 2, 3))
         self.assertIn("arch=sm_90", tile["spec_text"])
@@ -699,7 +699,7 @@ class ThroughTheLibrary(unittest.TestCase):
             mlajit.tile_for_arch("sm_12")
         self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
         # A bare number names the profile's arch, and the spec text says so.
-        self.assertEqual(mlajit.tile_for_arch("90", num_heads=16)["spec_text"], tile["spec_text"])
+        self.assertEqual(mlajit.tile_for_arch("90", num_heads=8)["spec_text"], tile["spec_text"])
 
     def test_cache_stats_name_the_layers(self):
         library_or_skip(self)

@@ -302,9 +302,14 @@ static HopperTma make_tma(const void* ckv, const void* kpe, int page_size, int64
 
 template <typename Config>
 static HopperTma make_tma(const MlaParams& p) {
-  return make_tma(p.ckv, p.kpe, p.page_size, p.ckv_stride_page, p.ckv_stride_token, p.kpe_stride_page,
-                  p.kpe_stride_token, Config::kHeadDimCkv, Config::kHeadDimKpe,
-                  Dtype16<typename Config::KVType>::kIsBf16);
+  HopperTma tma = make_tma(p.ckv, p.kpe, p.page_size, p.ckv_stride_page, p.ckv_stride_token,
+                           p.kpe_stride_page, p.kpe_stride_token, Config::kHeadDimCkv,
+                           Config::kHeadDimKpe, Dtype16<typename Config::KVType>::kIsBf16);
+  // As the library (src/family/hopper/hopper_family.cpp): copies split between TMA and
+  // cp.async at 16 heads or fewer; HARNESS_SPLIT=0/1 forces either.
+  const char* forced = std::getenv("HARNESS_SPLIT");
+  tma.split_copies = tma.enabled && (forced ? std::atoi(forced) != 0 : p.num_heads <= 16);
+  return tma;
 }
 
 // The schedule being measured (the seesaw experiment of run 4-5 was schedule 1; it is gone).

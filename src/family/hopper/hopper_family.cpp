@@ -21,8 +21,14 @@ constexpr int kRows = 64;
 constexpr int kTileTokens = 64;
 constexpr int kStages = 2;
 constexpr HeadDims kHeadDims{512, 64};
-// The fewest heads for which `auto` picks this family (see auto_eligible).
+// The fewest heads for which `auto` picks this family on any page size (see auto_eligible).
 constexpr int kMinAutoHeads = 32;
+// The most heads for which the TMA copies are split with cp.async (HopperTma::split_copies):
+// a 16-head decode tile is bound by memory, and more bytes in flight pay (the H200: -4% at
+// B=128 L=16384), while at 128 heads the cp.async share slows the compute-bound loop (+6-8%).
+// Also the head count, with whole-tile pages, from which `auto` picks this family (16: the
+// one measured below 32).
+constexpr int kMaxSplitCopyHeads = 16;
 // The tile config every hopper spec states (the spec text has one for every family).
 const TileConfig kTile{kStages, kTileTokens, false, kRows};
 
@@ -87,11 +93,14 @@ class HopperFamily final : public KernelFamily {
 
   // Measured on the H200 (docs/PERF.md, 2026-12-01 and 2026-12-02): from 32 heads (and at 16
   // heads with 2-4 speculative tokens) it runs 1.3-2.3x the portable kernel, pages of 64 or of
-  // 1; a 16-head decode step fills a quarter of its 64-row MMA tile, and there the portable
-  // kernel's narrow tiles are 0-2% faster (12% at page size 1). The query length is not known
-  // when the kernel is chosen, so the head count decides.
+  // 1. A 16-head decode step fills a quarter of its 64-row MMA tile and is bound by memory:
+  // with whole-tile pages (TMA copies split with cp.async) it is 1-3.5% faster than the
+  // portable kernel's narrow tiles on every baseline shape, with smaller pages (the cp.async
+  // gather) up to 12% slower (page size 1). Below 16 heads nothing was measured. The query
+  // length is not known when the kernel is chosen, so the head count and page size decide.
   bool auto_eligible(const MlaShape& shape, const DeviceTarget&) const override {
-    return shape.num_heads >= kMinAutoHeads;
+    if (shape.num_heads >= kMinAutoHeads) return true;
+    return shape.num_heads == kMaxSplitCopyHeads && shape.page_size % kTileTokens == 0;
   }
 
   // wgmma and setmaxnreg exist only on the arch-specific target, whatever 9.0 arch is asked.
@@ -124,8 +133,11 @@ class HopperFamily final : public KernelFamily {
     params.bytes.assign(sizeof(mlajit_kernel::HopperTma), 0);
     const uint64_t element = dtype_size(spec.kv_dtype);
     const int32_t enabled = tma_fits(shape, spec, args, element) ? 1 : 0;
+    const int32_t split_copies = enabled && shape.num_heads <= kMaxSplitCopyHeads ? 1 : 0;
     std::memcpy(params.bytes.data() + offsetof(mlajit_kernel::HopperTma, enabled), &enabled,
                 sizeof(enabled));
+    std::memcpy(params.bytes.data() + offsetof(mlajit_kernel::HopperTma, split_copies),
+                &split_copies, sizeof(split_copies));
     if (!enabled) return params;
     // The page count is not known to run(): the map allows any page id (the ids were checked
     // by the caller, or by plan() with validate_kv_indices).
