@@ -340,18 +340,19 @@ __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const Hop
   cp_async_mbarrier_arrive(sm.full(stage));
 }
 
-// The producer warpgroup's loop over a work item's tiles: each stage is refilled once both
-// output warpgroups have read the tile before (the first kStages tiles of an item find their
-// stages free: the item starts behind a CTA barrier).
+// The producer warpgroup's loop over tiles [first_tile, last_tile) of a work item: each stage
+// is refilled once both output warpgroups have read the tile before it in the CTA's sequence,
+// whichever item that tile belonged to.
 template <typename C>
 __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperTile& t,
-                                              uint32_t sequence, const HopperRole& role) {
-  NextPages<C> pages = NextPages<C>::fetch(p, tma, t, role.index, 0);
+                                              uint32_t sequence, const HopperRole& role,
+                                              int first_tile, int last_tile) {
+  NextPages<C> pages = NextPages<C>::fetch(p, tma, t, role.index, first_tile);
 #pragma unroll 1
-  for (int tile = 0; tile < t.num_tiles; ++tile) {
+  for (int tile = first_tile; tile < last_tile; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    if (tile >= C::kStages) {
+    if (sequence + tile >= C::kStages) {
       mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
     }
     if (tma.enabled && tma.split_copies) {
@@ -637,7 +638,7 @@ __device__ __forceinline__ void scores_item(const MlaParams& p, const HopperSmem
                                             uint32_t& items, const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
-  block_barrier_across_roles();  // the previous item is done with every buffer
+  block_barrier_across_roles();  // the previous item is done with Q and the row sums
   SoftmaxRows st;
   st.init();
   if (t.num_tiles > 0) {
@@ -692,15 +693,27 @@ __device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma&
 
 template <typename C>
 __device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTma& tma,
-                                              const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                              const HopperSmem<C>& sm, int32_t w, int32_t last,
                                               uint32_t& sequence, uint32_t& items,
-                                              const HopperRole& role) {
-  const HopperTile t = make_hopper_tile<C>(p, item, role);
+                                              int& prefetched, const HopperRole& role) {
+  const HopperTile t = make_hopper_tile<C>(p, p.work_items[w], role);
   if (t.rows <= 0) return;
   block_barrier_across_roles();
-  producer_loop<C>(p, tma, sm, t, sequence, role);
+  producer_loop<C>(p, tma, sm, t, sequence, role, prefetched, t.num_tiles);
   sequence += t.num_tiles;
   ++items;
+  // The first tiles of the CTA's next item (items without rows are skipped by every role), as
+  // soon as the stages are free, before that item's barrier: their copies then overlap this
+  // item's last tiles and its output instead of following them. The stage protocol guards
+  // them: only Q, which the scores warpgroup loads after the barrier, needs the barrier.
+  prefetched = 0;
+  for (int32_t next = w + 1; next < last; ++next) {
+    const HopperTile n = make_hopper_tile<C>(p, p.work_items[next], role);
+    if (n.rows <= 0) continue;
+    prefetched = min(C::kStages, n.num_tiles);
+    producer_loop<C>(p, tma, sm, n, sequence, role, 0, prefetched);
+    break;
+  }
 }
 
 // Every role runs its own loop over the CTA's work items.
@@ -710,6 +723,7 @@ template <typename C, HopperRoleKind ROLE>
 __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperRole& role) {
   uint32_t sequence = 0, items = 0;
+  int prefetched = 0;
   const int32_t first = p.work_indptr[blockIdx.y];
   const int32_t last = p.work_indptr[blockIdx.y + 1];
 #pragma unroll 1
@@ -719,7 +733,7 @@ __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTm
     } else if constexpr (ROLE == HopperRoleKind::kScores) {
       scores_item<C>(p, sm, p.work_items[w], sequence, items, role);
     } else {
-      producer_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
+      producer_item<C>(p, tma, sm, w, last, sequence, items, prefetched, role);
     }
   }
 }
