@@ -170,14 +170,24 @@ enum class CutStyle { kEqual, kRemainder };
 // out = 0 / lse = -inf for rows that see nothing. Returns the number of chunks.
 template <typename OnChunk>
 int64_t cut(int32_t length, int64_t max_len, int kv_tile, CutStyle style, OnChunk&& on_chunk) {
-  const int64_t n = std::max<int64_t>(1, ceil_div(length, max_len));
+  if (length <= max_len) {  // the common case when many short tiles share the grid
+    on_chunk(0, length);
+    return 1;
+  }
+  const int64_t n = ceil_div(length, max_len);
+  // Equal pieces end at ceil(c * length / (n * kv_tile)) * kv_tile: the quotient and remainder
+  // of c * length are stepped from c - 1's, one division a tile rather than one a chunk.
+  const int64_t step = n * kv_tile, step_quotient = length / step, step_remainder = length % step;
+  int64_t quotient = 0, remainder = 0;
   int64_t start = 0, count = 0;
   for (int64_t c = 1; c <= n; ++c) {
+    quotient += step_quotient, remainder += step_remainder;
+    if (remainder >= step) remainder -= step, ++quotient;
     const int64_t bound =
         c == n ? length
         : style == CutStyle::kRemainder
             ? c * max_len
-            : std::min<int64_t>(length, ceil_div(c * length, n * kv_tile) * kv_tile);
+            : std::min<int64_t>(length, (quotient + (remainder > 0)) * kv_tile);
     if (bound > start || (c == n && count == 0)) {
       on_chunk(static_cast<int32_t>(start), static_cast<int32_t>(bound));
       start = bound;
@@ -286,11 +296,52 @@ struct MergeWork {
 
 // ---- no split: whole tiles, longest first -----------------------------------------------
 
+// Buffers the scores reuse, so that trying a candidate allocates nothing.
+struct Scratch {
+  std::vector<int64_t> costs, loads;
+};
+
+// What a score returns when the candidate is sure to exceed the bound it was given.
+constexpr int64_t kBeyond = std::numeric_limits<int64_t>::max();
+
+// Longest-first's busiest pair over jobs of these costs (reordered), or kBeyond once a pair
+// passes `room`: the loads only grow, so the first pair past it decides. Which of two equal
+// jobs or equally loaded pairs goes first moves no load, so the costs alone decide it.
+int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room,
+                              Scratch& scratch) {
+  if (costs.empty()) return 0;
+  const int64_t largest = *std::max_element(costs.begin(), costs.end());
+  if (largest > room) return kBeyond;
+  if (costs.size() <= static_cast<size_t>(bins)) return largest;  // one job a pair
+  std::sort(costs.begin(), costs.end(), std::greater<int64_t>());
+  // The first job of each pair goes to an empty pair, in order; the rest to the least loaded.
+  std::vector<int64_t>& loads = scratch.loads;  // a min-heap of the pairs' loads
+  loads.assign(costs.begin(), costs.begin() + bins);
+  std::make_heap(loads.begin(), loads.end(), std::greater<int64_t>());
+  for (size_t job = bins; job < costs.size(); ++job) {
+    std::pop_heap(loads.begin(), loads.end(), std::greater<int64_t>());
+    loads.back() += costs[job];
+    if (loads.back() > room) return kBeyond;
+    std::push_heap(loads.begin(), loads.end(), std::greater<int64_t>());
+  }
+  return *std::max_element(loads.begin(), loads.end());
+}
+
 struct Candidate {
   Chunking chunking;
   Assignment assignment;
   int64_t score = 0;
 };
+
+// A floor under whole tiles' score: no pair is below the mean load, nor below the largest tile.
+int64_t whole_floor(const std::vector<Tile>& tiles, const Geometry& g) {
+  int64_t total = 0, largest = 0;
+  for (const Tile& tile : tiles) {
+    total += tile.eff_kv + kItemOverheadTokens;
+    largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
+  }
+  return std::max(ceil_div(total, g.grid_y), largest);
+}
 
 Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
   Candidate candidate;
@@ -312,38 +363,23 @@ Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
 
 // ---- splitting: tiles cut into chunks, longest first ---------------------------------------
 
-// Buffers the cut candidates reuse, so that trying one allocates nothing.
-struct Scratch {
-  std::vector<int64_t> costs, loads;
-};
-
 // The modelled time of cutting every tile into chunks of at most max_len and placing them
-// longest first; builds nothing.
+// longest first, or kBeyond when it exceeds `bound`; builds nothing.
 int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
-                  const Geometry& g, Scratch& scratch) {
-  scratch.costs.clear();
+                  const Geometry& g, int64_t bound, Scratch& scratch) {
+  std::vector<int64_t>& costs = scratch.costs;
+  costs.clear();
   MergeWork merge;
   for (const Tile& tile : tiles) {
     const int64_t chunks = cut(tile.eff_kv, max_len, g.kv_tile, style, [&](int32_t start, int32_t end) {
-      scratch.costs.push_back(int64_t{end} - start + kItemOverheadTokens);
+      costs.push_back(int64_t{end} - start + kItemOverheadTokens);
     });
     merge.add_tile(tile, chunks);
   }
-  std::vector<int64_t>& costs = scratch.costs;
-  const size_t bins = static_cast<size_t>(g.grid_y);
-  if (costs.size() <= bins)  // one job a pair: the busiest is the largest job
-    return *std::max_element(costs.begin(), costs.end()) + merge.cost(g);
-  std::sort(costs.begin(), costs.end(), std::greater<int64_t>());
-  // The first job of each pair goes to an empty pair, in order; the rest to the least loaded.
-  std::vector<int64_t>& loads = scratch.loads;  // a min-heap of the pairs' loads
-  loads.assign(costs.begin(), costs.begin() + bins);
-  std::make_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-  for (size_t job = bins; job < costs.size(); ++job) {
-    std::pop_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-    loads.back() += costs[job];
-    std::push_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-  }
-  return *std::max_element(loads.begin(), loads.end()) + merge.cost(g);
+  const int64_t merge_cost = merge.cost(g);
+  if (merge_cost > bound) return kBeyond;
+  const int64_t busiest = busiest_longest_first(costs, g.grid_y, bound - merge_cost, scratch);
+  return busiest == kBeyond ? kBeyond : busiest + merge_cost;
 }
 
 // A floor under cut_score from counts alone: no pair is below the mean load, nor below the
@@ -352,9 +388,16 @@ int64_t cut_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometr
   int64_t total = 0, largest = 0;
   MergeWork merge;
   for (const Tile& tile : tiles) {
-    const int64_t n = std::max<int64_t>(1, ceil_div(tile.eff_kv, max_len));
-    total += tile.eff_kv + n * kItemOverheadTokens;
-    largest = std::max(largest, ceil_div(tile.eff_kv, n) + kItemOverheadTokens);
+    if (tile.eff_kv <= max_len) {  // one chunk, no merge: no division needed
+      total += tile.eff_kv + kItemOverheadTokens;
+      largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
+      continue;
+    }
+    // 32-bit divisions (a third of the 64-bit ones' latency): eff_kv and max_len < 2^31.
+    const uint32_t eff_kv = static_cast<uint32_t>(tile.eff_kv), length = static_cast<uint32_t>(max_len);
+    const uint32_t n = (eff_kv + length - 1) / length;
+    total += tile.eff_kv + int64_t{n} * kItemOverheadTokens;
+    largest = std::max<int64_t>(largest, (eff_kv + n - 1) / n + kItemOverheadTokens);
     merge.add_tile(tile, n);
   }
   return std::max(ceil_div(total, g.grid_y), largest) + merge.cost(g);
@@ -422,7 +465,9 @@ bool pour(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
       const int64_t rest = tiles[t].eff_kv - start;
       int64_t length = rest;
       if (rest + kItemOverheadTokens > capacity - load) {
-        length = (capacity - load - kItemOverheadTokens) / g.kv_tile * g.kv_tile;
+        // Down to a kv_tile multiple (a power of two): a mask, not a division. Below zero it
+        // rounds down rather than toward zero, and either way the piece is too short.
+        length = (capacity - load - kItemOverheadTokens) & -int64_t{g.kv_tile};
         if (length < shortest) {  // no useful piece fits: the next pair
           if (load == 0 || ++pair == g.grid_y) return false;
           load = 0;
@@ -440,22 +485,45 @@ bool pour(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
 }
 
 // The modelled time of pouring at `capacity` (the busiest pair plus the merge), or -1 when the
-// tiles do not fit; builds nothing.
+// tiles do not fit; builds nothing. pour_fits() with the loads and the merge counted.
 int64_t pour_score(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
-  int64_t busiest = 0, load = 0, chunks = 0;
-  int last_pair = 0;
-  size_t last_tile = 0;
+  const int64_t shortest = shortest_chunk(g), tile_mask = -int64_t{g.kv_tile};
+  int pairs_left = g.grid_y - 1;
+  int64_t room = capacity, busiest = 0;
   MergeWork merge;
-  const bool fits = pour(tiles, capacity, g, [&](size_t t, int32_t start, int32_t end, int pair) {
-    if (pair != last_pair) load = 0, last_pair = pair;
-    load += end - start + kItemOverheadTokens;
-    busiest = std::max(busiest, load);
-    if (t != last_tile) merge.add_tile(tiles[last_tile], chunks), chunks = 0, last_tile = t;
-    ++chunks;
-  });
-  if (!fits) return -1;
-  if (!tiles.empty()) merge.add_tile(tiles[last_tile], chunks);
-  return busiest + merge.cost(g);
+  for (const Tile& tile : tiles) {
+    int64_t rest = tile.eff_kv, chunks = 1;
+    while (rest + kItemOverheadTokens > room) {
+      const int64_t length = (room - kItemOverheadTokens) & tile_mask;
+      if (length >= shortest) {
+        rest -= length;
+        room -= length + kItemOverheadTokens;
+        ++chunks;
+      } else {
+        if (room == capacity || pairs_left-- == 0) return -1;
+        busiest = std::max(busiest, capacity - room);
+        room = capacity;
+      }
+    }
+    room -= rest + kItemOverheadTokens;
+    merge.add_tile(tile, chunks);
+  }
+  return std::max(busiest, capacity - room) + merge.cost(g);
+}
+
+// Whole tiles' total cost: what pouring starts from.
+int64_t total_cost(const std::vector<Tile>& tiles) {
+  int64_t total = 0;
+  for (const Tile& tile : tiles) total += tile.eff_kv + kItemOverheadTokens;
+  return total;
+}
+
+// A floor under pour_score at `capacity`, from the total alone: tiles that fit one pair stay
+// whole in it; otherwise the first pair is closed only when no useful piece fits its room
+// (room - kItemOverheadTokens < shortest_chunk), so it, and the busiest, holds more than that.
+int64_t pour_floor(int64_t total, int64_t capacity, const Geometry& g) {
+  if (total <= capacity) return total;
+  return capacity - kItemOverheadTokens - shortest_chunk(g) + 1;
 }
 
 Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
@@ -476,6 +544,29 @@ Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometr
   return candidate;
 }
 
+// Whether pour() at `capacity` fits the tiles in the grid: pour() without its chunks, the
+// loop the bisection below runs a dozen times.
+bool pour_fits(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
+  const int64_t shortest = shortest_chunk(g), tile_mask = -int64_t{g.kv_tile};
+  int pairs_left = g.grid_y - 1;
+  int64_t room = capacity;
+  for (const Tile& tile : tiles) {
+    int64_t rest = tile.eff_kv;
+    while (rest + kItemOverheadTokens > room) {
+      const int64_t length = (room - kItemOverheadTokens) & tile_mask;
+      if (length >= shortest) {  // a piece fits, then the rest goes on in the next pair
+        rest -= length;
+        room -= length + kItemOverheadTokens;
+      } else {
+        if (room == capacity || pairs_left-- == 0) return false;
+        room = capacity;
+      }
+    }
+    room -= rest + kItemOverheadTokens;
+  }
+  return true;
+}
+
 // The smallest capacity the tiles fit in, by bisection between the mean load (no capacity
 // below it can hold them) and one that surely holds them.
 int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
@@ -485,18 +576,28 @@ int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
     largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
   }
   const int64_t smallest_item = kItemOverheadTokens + shortest_chunk(g);
+  // Every capacity from here on fits, so the probes there need no pour. Pouring fails only
+  // when all grid_y pairs are closed, and a pair is closed only when no useful piece fits its
+  // room: it holds more than capacity - kItemOverheadTokens - shortest_chunk. The pairs then
+  // hold more than total plus one item's fixed cost for each cut (a cut closes its pair, so
+  // there are at most grid_y of them) could make.
+  const int64_t surely_fits =
+      std::max(ceil_div(total, g.grid_y) + 2 * kItemOverheadTokens + shortest_chunk(g), smallest_item);
+  const auto fits = [&](int64_t capacity) {
+    return capacity >= surely_fits || pour_fits(tiles, capacity, g);
+  };
   int64_t low = std::max(ceil_div(total, g.grid_y), smallest_item) - 1;  // does not fit
   int64_t high = std::max(largest, smallest_item) * ceil_div(int64_t(tiles.size()), g.grid_y) +
                  smallest_item;  // each pair holds its share of whole tiles, as a rule
-  while (pour_score(tiles, high, g) < 0) low = high, high *= 2;  // one pair holds the total
+  while (!fits(high)) low = high, high *= 2;  // one pair holds the total
   // The smallest usually lies within an eighth above the mean: try that bracket first.
   const int64_t near = (low + 1) + (low + 1) / 8 + smallest_item;
-  if (near < high && pour_score(tiles, near, g) >= 0) high = near;
+  if (near < high && fits(near)) high = near;
   // A capacity finer than an eighth of a KV tile moves no cut (cuts lie on kv_tile multiples).
   const int64_t precision = std::max(1, g.kv_tile / 8);
   while (high - low > precision) {
     const int64_t middle = low + (high - low) / 2;
-    (pour_score(tiles, middle, g) >= 0 ? high : low) = middle;
+    (fits(middle) ? high : low) = middle;
   }
   return high;
 }
@@ -520,27 +621,37 @@ std::vector<int64_t> capacities_to_try(const std::vector<Tile>& tiles, const Geo
 // Whole tiles longest first, tiles cut into chunks longest first, or the pairs filled in
 // order: the lowest modelled time (busiest pair + merge) wins; on a tie the earlier kind, and
 // within a kind the longer chunks or larger capacity (fewer items, less partial memory).
+// The pours are scored first: their best bounds the other kinds, whose scores stop as soon as
+// they are sure to lose (a cut must reach the best pour to win, whole tiles likewise).
 Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
-  Candidate whole = whole_tiles(tiles, g);
-  int64_t best_score = whole.score, best_length = -1, best_capacity = -1;
-  CutStyle best_style = CutStyle::kEqual;
-  Scratch scratch;
-  for (int64_t length : cut_lengths(tiles, g)) {
-    if (cut_floor(tiles, length, g) >= best_score) continue;
-    for (CutStyle style : {CutStyle::kEqual, CutStyle::kRemainder}) {
-      const int64_t score = cut_score(tiles, length, style, g, scratch);
-      if (score < best_score) best_score = score, best_length = length, best_style = style;
-    }
-  }
+  int64_t pour_best = kBeyond, best_capacity = -1;
+  const int64_t total = total_cost(tiles);
   for (int64_t capacity : capacities_to_try(tiles, g)) {
+    if (pour_floor(total, capacity, g) > pour_best) continue;
     const int64_t score = pour_score(tiles, capacity, g);
-    if (score < 0 || score > best_score) continue;
-    if (score == best_score && (best_capacity < 0 || capacity < best_capacity)) continue;
-    best_score = score;
+    if (score < 0 || score > pour_best) continue;
+    if (score == pour_best && capacity < best_capacity) continue;
+    pour_best = score;
     best_capacity = capacity;
   }
-  if (best_capacity >= 0) return poured(tiles, best_capacity, g);
+  // Whole tiles win a tie with the best pour; below the floor they cannot reach it.
+  Candidate whole;
+  whole.score = kBeyond;
+  if (whole_floor(tiles, g) <= pour_best) whole = whole_tiles(tiles, g);
+  // A cut wins below both the best pour (a tie goes to the cut) and whole tiles (a tie goes to
+  // whole tiles), and each later cut must beat the best so far.
+  int64_t bound = std::min(pour_best, whole.score - 1), best_length = -1;
+  Scratch scratch;
+  CutStyle best_style = CutStyle::kEqual;
+  for (int64_t length : cut_lengths(tiles, g)) {
+    if (cut_floor(tiles, length, g) > bound) continue;
+    for (CutStyle style : {CutStyle::kEqual, CutStyle::kRemainder}) {
+      const int64_t score = cut_score(tiles, length, style, g, bound, scratch);
+      if (score <= bound) bound = score - 1, best_length = length, best_style = style;
+    }
+  }
   if (best_length >= 0) return cut_tiles(tiles, best_length, best_style, g);
+  if (whole.score > pour_best) return poured(tiles, best_capacity, g);
   return whole;
 }
 
