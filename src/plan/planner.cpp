@@ -2,20 +2,20 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <limits>
-#include <queue>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "common/logging.h"
 #include "mlajit/error.h"
+#include "plan/longest_first.h"
 
 namespace mlajit::plan {
 namespace {
 
 constexpr int kMaxHeads = 128;
+constexpr int kCtaTileQ = 64;  // the kernel's query tile: the only cta_tile_q accepted
 constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 // Query tiles one plan may hold. 2^24 tiles of 64 rows are 2^30 packed rows: q and out alone
@@ -40,8 +40,8 @@ void validate_scalars(const PlanInput& in) {
     invalid("num_heads must be in 1..{}, got {}", kMaxHeads, in.num_heads);
   if (in.page_size < 1) invalid("page_size must be >= 1, got {}", in.page_size);
   if (in.num_ctas < 1) invalid("num_ctas must be >= 1, got {}", in.num_ctas);
-  if (in.cta_tile_q != 64)
-    invalid("cta_tile_q must be 64 (the kernel's query tile), got {}", in.cta_tile_q);
+  if (in.cta_tile_q != kCtaTileQ)
+    invalid("cta_tile_q must be {} (the kernel's query tile), got {}", kCtaTileQ, in.cta_tile_q);
   if (in.kv_tile != 16 && in.kv_tile != 32 && in.kv_tile != 64)
     invalid("kv_tile must be 16, 32 or 64, got {}", in.kv_tile);
   if (in.cluster_size < 0 || in.cluster_size > 2)
@@ -85,7 +85,7 @@ void validate_requests(const PlanInput& in) {
     if (packed > kInt32Max)
       invalid("request {} has q_len x num_heads = {} packed rows; at most {} are supported", b,
               packed, kInt32Max);
-    tiles += ceil_div(packed, in.cta_tile_q);
+    tiles += ceil_div(packed, kCtaTileQ);  // a constant divisor: a shift, once a request
   }
   if (tiles > kMaxTiles)
     throw Error(ErrorCode::kUnsupported,
@@ -135,6 +135,9 @@ int32_t effective_kv(const PlanInput& in, int b, int64_t packed_end) {
 
 std::vector<Tile> build_tiles(const PlanInput& in, int tile_rows) {
   std::vector<Tile> tiles;
+  if (in.batch_size == 0) return tiles;  // the arrays may be null
+  // At most one partial tile a request beyond the full ones.
+  tiles.reserve(in.batch_size + int64_t{in.qo_indptr[in.batch_size]} * in.num_heads / tile_rows);
   for (int b = 0; b < in.batch_size; ++b) {
     const int64_t packed = (int64_t{in.qo_indptr[b + 1]} - in.qo_indptr[b]) * in.num_heads;
     for (int64_t start = 0; start < packed; start += tile_rows) {
@@ -174,15 +177,19 @@ int64_t cut(int32_t length, int64_t max_len, int kv_tile, CutStyle style, OnChun
     on_chunk(0, length);
     return 1;
   }
-  const int64_t n = ceil_div(length, max_len);
-  // Equal pieces end at ceil(c * length / (n * kv_tile)) * kv_tile: the quotient and remainder
-  // of c * length are stepped from c - 1's, one division a tile rather than one a chunk.
-  const int64_t step = n * kv_tile, step_quotient = length / step, step_remainder = length % step;
+  // 32-bit divisions (a third of the 64-bit ones' latency): max_len < length < 2^31, so n *
+  // kv_tile <= length + kv_tile. Equal pieces end at ceil(c * length / (n * kv_tile)) *
+  // kv_tile: the quotient and remainder of c * length are stepped from c - 1's, one division a
+  // tile rather than one a chunk.
+  const uint32_t length32 = static_cast<uint32_t>(length), max_len32 = static_cast<uint32_t>(max_len);
+  const int64_t n = (length32 + max_len32 - 1) / max_len32;
+  const uint32_t step = static_cast<uint32_t>(n) * kv_tile;
+  const int64_t step_quotient = length32 / step, step_remainder = length32 % step;
   int64_t quotient = 0, remainder = 0;
   int64_t start = 0, count = 0;
   for (int64_t c = 1; c <= n; ++c) {
     quotient += step_quotient, remainder += step_remainder;
-    if (remainder >= step) remainder -= step, ++quotient;
+    if (remainder >= int64_t{step}) remainder -= step, ++quotient;
     const int64_t bound =
         c == n ? length
         : style == CutStyle::kRemainder
@@ -198,42 +205,6 @@ int64_t cut(int32_t length, int64_t max_len, int kv_tile, CutStyle style, OnChun
 }
 
 // ---- longest work first -----------------------------------------------------------------
-
-struct Assignment {
-  std::vector<int> bin_of;    // per job
-  std::vector<int64_t> load;  // per bin
-};
-
-// LPT: jobs by cost descending (ties by index, so the result is deterministic), each to the
-// least-loaded bin (ties to the lowest bin). Greedy-to-least-loaded keeps max - min load
-// within one job's cost; taking the big jobs first leaves the small ones to fill the gaps.
-Assignment assign_longest_first(const std::vector<int64_t>& costs, int bins) {
-  std::vector<std::pair<int64_t, int>> order(costs.size());  // (-cost, job): unique keys
-  for (size_t job = 0; job < costs.size(); ++job) order[job] = {-costs[job], static_cast<int>(job)};
-  std::sort(order.begin(), order.end());
-  Assignment result{std::vector<int>(costs.size()), std::vector<int64_t>(bins, 0)};
-  // The first job of each bin goes to an empty bin, in bin order; the rest to the least loaded.
-  const size_t first = std::min(order.size(), static_cast<size_t>(bins));
-  using Entry = std::pair<int64_t, int>;  // (load, bin)
-  std::vector<Entry> heap(bins);
-  for (int bin = 0; bin < bins; ++bin) {
-    const int64_t cost = static_cast<size_t>(bin) < first ? -order[bin].first : 0;
-    if (static_cast<size_t>(bin) < first) result.bin_of[order[bin].second] = bin;
-    result.load[bin] = cost;
-    heap[bin] = {cost, bin};
-  }
-  if (first == order.size()) return result;
-  std::make_heap(heap.begin(), heap.end(), std::greater<Entry>());
-  for (size_t k = first; k < order.size(); ++k) {
-    std::pop_heap(heap.begin(), heap.end(), std::greater<Entry>());
-    Entry& least = heap.back();
-    least.first -= order[k].first;
-    result.bin_of[order[k].second] = least.second;
-    result.load[least.second] = least.first;
-    std::push_heap(heap.begin(), heap.end(), std::greater<Entry>());
-  }
-  return result;
-}
 
 // Groups jobs by bin, each bin's jobs in job order; returns the CSR offsets.
 std::vector<int32_t> bucket_by_bin(const std::vector<int>& bin_of, int bins,
@@ -298,34 +269,8 @@ struct MergeWork {
 
 // Buffers the scores reuse, so that trying a candidate allocates nothing.
 struct Scratch {
-  std::vector<int64_t> costs, loads;
+  std::vector<int64_t> costs;
 };
-
-// What a score returns when the candidate is sure to exceed the bound it was given.
-constexpr int64_t kBeyond = std::numeric_limits<int64_t>::max();
-
-// Longest-first's busiest pair over jobs of these costs (reordered), or kBeyond once a pair
-// passes `room`: the loads only grow, so the first pair past it decides. Which of two equal
-// jobs or equally loaded pairs goes first moves no load, so the costs alone decide it.
-int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room,
-                              Scratch& scratch) {
-  if (costs.empty()) return 0;
-  const int64_t largest = *std::max_element(costs.begin(), costs.end());
-  if (largest > room) return kBeyond;
-  if (costs.size() <= static_cast<size_t>(bins)) return largest;  // one job a pair
-  std::sort(costs.begin(), costs.end(), std::greater<int64_t>());
-  // The first job of each pair goes to an empty pair, in order; the rest to the least loaded.
-  std::vector<int64_t>& loads = scratch.loads;  // a min-heap of the pairs' loads
-  loads.assign(costs.begin(), costs.begin() + bins);
-  std::make_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-  for (size_t job = bins; job < costs.size(); ++job) {
-    std::pop_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-    loads.back() += costs[job];
-    if (loads.back() > room) return kBeyond;
-    std::push_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-  }
-  return *std::max_element(loads.begin(), loads.end());
-}
 
 struct Candidate {
   Chunking chunking;
@@ -355,7 +300,8 @@ Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
   }
   candidate.chunking.max_len = std::max(round_up(candidate.chunking.max_len, g.kv_tile),
                                         shortest_chunk(g));
-  candidate.assignment = assign_longest_first(costs, g.grid_y);
+  LongestFirstScratch scratch;
+  assign_longest_first(costs, g.grid_y, candidate.assignment, scratch);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end());
   return candidate;
@@ -378,7 +324,8 @@ int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle styl
   }
   const int64_t merge_cost = merge.cost(g);
   if (merge_cost > bound) return kBeyond;
-  const int64_t busiest = busiest_longest_first(costs, g.grid_y, bound - merge_cost, scratch);
+  const int64_t busiest =
+      busiest_longest_first(costs, g.grid_y, bound - merge_cost);
   return busiest == kBeyond ? kBeyond : busiest + merge_cost;
 }
 
@@ -420,7 +367,8 @@ Candidate cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle st
         }));
     merge.add_tile(tiles[t], chunking.chunks_per_tile[t]);
   }
-  candidate.assignment = assign_longest_first(costs, g.grid_y);
+  LongestFirstScratch scratch;
+  assign_longest_first(costs, g.grid_y, candidate.assignment, scratch);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end()) + merge.cost(g);
   return candidate;
@@ -532,6 +480,9 @@ Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometr
   chunking.chunks_per_tile.assign(tiles.size(), 0);
   Assignment& assignment = candidate.assignment;
   assignment.load.assign(g.grid_y, 0);
+  // A tile is cut only where a pair closes: at most one chunk a pair beyond one a tile.
+  chunking.chunks.reserve(tiles.size() + g.grid_y);
+  assignment.bin_of.reserve(tiles.size() + g.grid_y);
   pour(tiles, capacity, g, [&](size_t t, int32_t start, int32_t end, int pair) {
     chunking.chunks.push_back({static_cast<int>(t), chunking.chunks_per_tile[t]++, start, end});
     chunking.max_len = std::max<int64_t>(chunking.max_len, end - start);
@@ -711,8 +662,14 @@ void fill_work(const PlanInput& in, const std::vector<Tile>& tiles, const Candid
 // flat CTAs longest-first by rows x chunks, each CTA's records in tile order.
 void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunking& chunking,
                 const std::vector<int64_t>& partial_base, const Geometry& g, Plan& plan) {
+  size_t piece_count = 0;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    if (chunking.chunks_per_tile[t] >= 2) piece_count += (tiles[t].rows + kMergePieceRows - 1) / kMergePieceRows;
+  }
   std::vector<MlaMergeRecord> pieces;
   std::vector<int64_t> costs;
+  pieces.reserve(piece_count);
+  costs.reserve(piece_count);
   for (size_t t = 0; t < tiles.size(); ++t) {
     const int chunks = chunking.chunks_per_tile[t];
     if (chunks < 2) continue;
@@ -729,7 +686,9 @@ void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunk
     }
   }
   const int ctas = g.cluster_size * g.grid_y;
-  const Assignment assignment = assign_longest_first(costs, ctas);
+  Assignment assignment;
+  LongestFirstScratch scratch;
+  assign_longest_first(costs, ctas, assignment, scratch);
   std::vector<int> order;
   plan.merge_indptr = bucket_by_bin(assignment.bin_of, ctas, order);
   plan.merge_records.reserve(order.size());
