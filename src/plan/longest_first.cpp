@@ -6,14 +6,25 @@
 namespace mlajit::plan {
 namespace {
 
-// Below this many jobs a comparison sort beats the radix sort's 256-entry count per pass.
+// Below this many jobs a comparison sort beats the radix sort's 256-entry count per pass; for
+// plain values, whose comparisons mispredict, sooner.
 constexpr size_t kRadixMinJobs = 64;
+constexpr size_t kRadixMinValues = 32;
 
 // Stable LSD radix sort of `items` by key(item) ascending, a byte a pass, as many passes as
 // largest_key has bytes (none when all keys are equal). `buffer` is swapped with `items`.
 template <typename T, typename Key>
 void radix_sort(std::vector<T>& items, std::vector<T>& buffer, uint64_t largest_key, Key&& key) {
+  if (largest_key == 0) return;  // all keys equal: already in order
   buffer.resize(items.size());
+  if (largest_key < 64) {  // few distinct keys (merge pieces): one pass, a short count
+    size_t count[65] = {};
+    for (const T& item : items) ++count[key(item) + 1];
+    for (uint64_t k = 0; k < largest_key; ++k) count[k + 1] += count[k];
+    for (const T& item : items) buffer[count[key(item)]++] = item;
+    items.swap(buffer);
+    return;
+  }
   for (int shift = 0; shift < 64 && (largest_key >> shift) != 0; shift += 8) {
     size_t count[257] = {};
     for (const T& item : items) ++count[((key(item) >> shift) & 0xff) + 1];
@@ -117,29 +128,36 @@ void assign_longest_first(const std::vector<int64_t>& costs, int bins, Assignmen
   for (int bin = 0; bin < bins; ++bin) result.load[bin] = bins_by_load.load(bin);
 }
 
-int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room) {
+int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room,
+                              LongestFirstScratch& scratch) {
   if (costs.empty()) return 0;
-  const int64_t largest = *std::max_element(costs.begin(), costs.end());
+  const auto [least, most] = std::minmax_element(costs.begin(), costs.end());
+  const int64_t largest = *most;
   if (largest > room) return kBeyond;
-  if (costs.size() <= static_cast<size_t>(bins)) return largest;  // one job a bin
-  // The `bins` largest jobs open the bins, in an order that moves no load: partitioned, not
-  // sorted. The next job, the largest of the rest, joins the least loaded of them.
-  const auto opened = costs.begin() + bins;
-  std::nth_element(costs.begin(), opened - 1, costs.end(), std::greater<int64_t>());
-  if (*(opened - 1) + *std::max_element(opened, costs.end()) > room) return kBeyond;
-  std::sort(opened, costs.end(), std::greater<int64_t>());
-  // The opened bins' loads as a min-heap: each job raises the root, which then sinks.
-  std::make_heap(costs.begin(), opened, std::greater<int64_t>());
-  int64_t* loads = costs.data();
-  const size_t heap_size = static_cast<size_t>(bins);
+  const size_t opened = static_cast<size_t>(bins);
+  if (costs.size() <= opened) return largest;  // one job a bin
+  if (costs.size() < kRadixMinValues) {
+    std::sort(costs.begin(), costs.end(), std::greater<int64_t>());
+  } else {
+    radix_sort(costs, scratch.values_buffer, static_cast<uint64_t>(largest - *least),
+               [largest](int64_t cost) { return static_cast<uint64_t>(largest - cost); });
+  }
+  // The next job after the bins' first joins the least loaded of them.
+  if (costs[opened - 1] + costs[opened] > room) return kBeyond;
+  // The bins' loads as a min-heap: the first jobs ascending are one already. Each job raises
+  // the root, which then sinks; a sentinel past the end spares the sift a bounds check on the
+  // right child.
+  std::vector<int64_t>& loads = scratch.loads;
+  loads.assign(costs.rend() - opened, costs.rend());
+  loads.push_back(std::numeric_limits<int64_t>::max());
   int64_t busiest = largest;
-  for (auto job = opened; job != costs.end(); ++job) {
-    const int64_t load = loads[0] + *job;
+  for (size_t job = opened; job < costs.size(); ++job) {
+    const int64_t load = loads[0] + costs[job];
     if (load > room) return kBeyond;
     busiest = std::max(busiest, load);
     size_t hole = 0;
-    for (size_t child = 1; child < heap_size; child = 2 * hole + 1) {
-      if (child + 1 < heap_size && loads[child + 1] < loads[child]) ++child;
+    for (size_t child = 1; child < opened; child = 2 * hole + 1) {
+      child += loads[child + 1] < loads[child];  // selected, not branched on
       if (loads[child] >= load) break;
       loads[hole] = loads[child];
       hole = child;

@@ -17,7 +17,7 @@ struct Assignment {
 // Buffers a caller keeps between calls, so that warm calls allocate nothing.
 struct LongestFirstScratch {
   std::vector<int> order, order_buffer, winner;
-  std::vector<int64_t> loads;
+  std::vector<int64_t> values_buffer, loads;
 };
 
 // What busiest_longest_first returns when the busiest bin passes the room it was given.
@@ -32,8 +32,8 @@ void assign_longest_first(const std::vector<int64_t>& costs, int bins, Assignmen
 
 // The busiest bin's load under assign_longest_first, or kBeyond as soon as a bin passes
 // `room` (loads only grow). Reorders `costs`: which of two equal jobs goes first, or which of
-// two equally loaded bins takes a job, moves no load, so the costs alone decide it, and only
-// the jobs after the first `bins` need sorting.
-int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room);
+// two equally loaded bins takes a job, moves no load, so the costs alone decide it.
+int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room,
+                              LongestFirstScratch& scratch);
 
 }  // namespace mlajit::plan

@@ -9,6 +9,7 @@
 
 #include "common/logging.h"
 #include "mlajit/error.h"
+#include "plan/divisor.h"
 #include "plan/longest_first.h"
 
 namespace mlajit::plan {
@@ -168,33 +169,49 @@ struct Chunking {
 // many ragged tiles share it.
 enum class CutStyle { kEqual, kRemainder };
 
+// How tiles are cut: the chunk length limit (a kv_tile multiple) and style, with the divisor
+// every tile's chunk count needs made once.
+struct CutRule {
+  CutRule(int64_t max_len, int kv_tile, CutStyle style)
+      : max_len(max_len), kv_tile(kv_tile), style(style),
+        // Only tiles longer than max_len divide (they are < 2^31), so a longer max_len is
+        // never divided by.
+        by_max_len(static_cast<uint32_t>(std::min<int64_t>(max_len, kInt32Max))) {}
+  int64_t max_len;
+  int kv_tile;
+  CutStyle style;
+  Divisor by_max_len;
+};
+
 // Calls on_chunk(start, end) for the chunks of [0, length). Inner boundaries lie on kv_tile
 // multiples (max_len is one). Empty input gives one empty chunk, so the kernel still writes
 // out = 0 / lse = -inf for rows that see nothing. Returns the number of chunks.
 template <typename OnChunk>
-int64_t cut(int32_t length, int64_t max_len, int kv_tile, CutStyle style, OnChunk&& on_chunk) {
-  if (length <= max_len) {  // the common case when many short tiles share the grid
+int64_t cut(int32_t length, const CutRule& rule, OnChunk&& on_chunk) {
+  if (length <= rule.max_len) {  // the common case when many short tiles share the grid
     on_chunk(0, length);
     return 1;
   }
-  // 32-bit divisions (a third of the 64-bit ones' latency): max_len < length < 2^31, so n *
-  // kv_tile <= length + kv_tile. Equal pieces end at ceil(c * length / (n * kv_tile)) *
-  // kv_tile: the quotient and remainder of c * length are stepped from c - 1's, one division a
-  // tile rather than one a chunk.
-  const uint32_t length32 = static_cast<uint32_t>(length), max_len32 = static_cast<uint32_t>(max_len);
-  const int64_t n = (length32 + max_len32 - 1) / max_len32;
-  const uint32_t step = static_cast<uint32_t>(n) * kv_tile;
-  const int64_t step_quotient = length32 / step, step_remainder = length32 % step;
+  const int64_t n = rule.by_max_len.ceil_quotient(static_cast<uint32_t>(length));
+  // Equal pieces end at ceil(c * length / (n * kv_tile)) * kv_tile: the quotient and remainder
+  // of c * length are stepped from c - 1's, one division a tile rather than one a chunk, and
+  // kv_tile is a power of two: floor(length / (n * kv_tile)) = floor(floor(length / kv_tile) / n).
+  const int64_t step = n * rule.kv_tile;
+  int64_t step_quotient = 0, step_remainder = 0;
+  if (rule.style == CutStyle::kEqual) {
+    step_quotient = divisor_for(static_cast<uint32_t>(n)).quotient(static_cast<uint32_t>(length) / rule.kv_tile);
+    step_remainder = length - step_quotient * step;
+  }
   int64_t quotient = 0, remainder = 0;
   int64_t start = 0, count = 0;
   for (int64_t c = 1; c <= n; ++c) {
     quotient += step_quotient, remainder += step_remainder;
-    if (remainder >= int64_t{step}) remainder -= step, ++quotient;
+    if (remainder >= step) remainder -= step, ++quotient;
     const int64_t bound =
         c == n ? length
-        : style == CutStyle::kRemainder
-            ? c * max_len
-            : std::min<int64_t>(length, (quotient + (remainder > 0)) * kv_tile);
+        : rule.style == CutStyle::kRemainder
+            ? c * rule.max_len
+            : std::min<int64_t>(length, (quotient + (remainder > 0)) * rule.kv_tile);
     if (bound > start || (c == n && count == 0)) {
       on_chunk(static_cast<int32_t>(start), static_cast<int32_t>(bound));
       start = bound;
@@ -267,10 +284,18 @@ struct MergeWork {
 
 // ---- no split: whole tiles, longest first -----------------------------------------------
 
-// Buffers the scores reuse, so that trying a candidate allocates nothing.
+// Buffers the scores and placements reuse, so that trying a candidate allocates nothing.
 struct Scratch {
   std::vector<int64_t> costs;
+  LongestFirstScratch longest_first;
 };
+
+// This thread's buffers, kept from one plan to the next: a warm make_plan allocates little
+// beyond the plan it returns (plan() runs every decode step).
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
 
 struct Candidate {
   Chunking chunking;
@@ -300,8 +325,7 @@ Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
   }
   candidate.chunking.max_len = std::max(round_up(candidate.chunking.max_len, g.kv_tile),
                                         shortest_chunk(g));
-  LongestFirstScratch scratch;
-  assign_longest_first(costs, g.grid_y, candidate.assignment, scratch);
+  assign_longest_first(costs, g.grid_y, candidate.assignment, thread_scratch().longest_first);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end());
   return candidate;
@@ -313,11 +337,12 @@ Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
 // longest first, or kBeyond when it exceeds `bound`; builds nothing.
 int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
                   const Geometry& g, int64_t bound, Scratch& scratch) {
+  const CutRule rule(max_len, g.kv_tile, style);
   std::vector<int64_t>& costs = scratch.costs;
   costs.clear();
   MergeWork merge;
   for (const Tile& tile : tiles) {
-    const int64_t chunks = cut(tile.eff_kv, max_len, g.kv_tile, style, [&](int32_t start, int32_t end) {
+    const int64_t chunks = cut(tile.eff_kv, rule, [&](int32_t start, int32_t end) {
       costs.push_back(int64_t{end} - start + kItemOverheadTokens);
     });
     merge.add_tile(tile, chunks);
@@ -325,7 +350,7 @@ int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle styl
   const int64_t merge_cost = merge.cost(g);
   if (merge_cost > bound) return kBeyond;
   const int64_t busiest =
-      busiest_longest_first(costs, g.grid_y, bound - merge_cost);
+      busiest_longest_first(costs, g.grid_y, bound - merge_cost, scratch.longest_first);
   return busiest == kBeyond ? kBeyond : busiest + merge_cost;
 }
 
@@ -334,17 +359,19 @@ int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle styl
 int64_t cut_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometry& g) {
   int64_t total = 0, largest = 0;
   MergeWork merge;
+  const Divisor by_max_len(static_cast<uint32_t>(std::min<int64_t>(max_len, kInt32Max)));
   for (const Tile& tile : tiles) {
-    if (tile.eff_kv <= max_len) {  // one chunk, no merge: no division needed
+    if (tile.eff_kv <= max_len) {  // one chunk, no merge
       total += tile.eff_kv + kItemOverheadTokens;
       largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
       continue;
     }
-    // 32-bit divisions (a third of the 64-bit ones' latency): eff_kv and max_len < 2^31.
-    const uint32_t eff_kv = static_cast<uint32_t>(tile.eff_kv), length = static_cast<uint32_t>(max_len);
-    const uint32_t n = (eff_kv + length - 1) / length;
-    total += tile.eff_kv + int64_t{n} * kItemOverheadTokens;
-    largest = std::max<int64_t>(largest, (eff_kv + n - 1) / n + kItemOverheadTokens);
+    const int64_t n = by_max_len.ceil_quotient(static_cast<uint32_t>(tile.eff_kv));
+    total += tile.eff_kv + n * kItemOverheadTokens;
+    // ceil(eff_kv / n) > largest - overhead exactly when eff_kv > (largest - overhead) * n:
+    // the division only when the largest grows.
+    if (tile.eff_kv > (largest - kItemOverheadTokens) * n)
+      largest = ceil_div(tile.eff_kv, n) + kItemOverheadTokens;
     merge.add_tile(tile, n);
   }
   return std::max(ceil_div(total, g.grid_y), largest) + merge.cost(g);
@@ -356,19 +383,19 @@ Candidate cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle st
   Chunking& chunking = candidate.chunking;
   chunking.max_len = max_len;
   chunking.chunks_per_tile.resize(tiles.size());
+  const CutRule rule(max_len, g.kv_tile, style);
   std::vector<int64_t> costs;
   MergeWork merge;
   for (size_t t = 0; t < tiles.size(); ++t) {
     int index = 0;
     chunking.chunks_per_tile[t] = static_cast<int>(
-        cut(tiles[t].eff_kv, max_len, g.kv_tile, style, [&](int32_t start, int32_t end) {
+        cut(tiles[t].eff_kv, rule, [&](int32_t start, int32_t end) {
           chunking.chunks.push_back({static_cast<int>(t), index++, start, end});
           costs.push_back(int64_t{end} - start + kItemOverheadTokens);
         }));
     merge.add_tile(tiles[t], chunking.chunks_per_tile[t]);
   }
-  LongestFirstScratch scratch;
-  assign_longest_first(costs, g.grid_y, candidate.assignment, scratch);
+  assign_longest_first(costs, g.grid_y, candidate.assignment, thread_scratch().longest_first);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end()) + merge.cost(g);
   return candidate;
@@ -608,10 +635,12 @@ Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
 
 // ---- assembling the plan ----------------------------------------------------------------
 
-MlaWorkItem make_item(const PlanInput& in, const Tile& tile, const Chunk& chunk,
-                      int32_t partial_row) {
+// Fills a zeroed item where it lies: built on the stack and copied, the record's field-wise
+// stores would be read back as wide loads, which store forwarding cannot serve (~15 cycles an
+// item).
+void fill_item(const PlanInput& in, const Tile& tile, const Chunk& chunk, int32_t partial_row,
+               MlaWorkItem& item) {
   const int b = tile.request;
-  MlaWorkItem item{};
   item.q_token_base = in.qo_indptr[b];
   item.q_len = in.qo_indptr[b + 1] - in.qo_indptr[b];
   item.kv_page_base = in.kv_indptr[b];
@@ -620,7 +649,6 @@ MlaWorkItem make_item(const PlanInput& in, const Tile& tile, const Chunk& chunk,
   item.kv_start = chunk.kv_start;
   item.kv_end = chunk.kv_end;
   item.partial_row = partial_row;
-  return item;
 }
 
 // First partial row of each split tile (-1 for unsplit ones), allocated in tile order.
@@ -648,12 +676,12 @@ void fill_work(const PlanInput& in, const std::vector<Tile>& tiles, const Candid
                                                      chunking.chunks.size()));
   std::vector<int> order;
   plan.work_indptr = bucket_by_bin(chosen.assignment.bin_of, g.grid_y, order);
-  plan.work_items.reserve(order.size());
-  for (int c : order) {
-    const Chunk& chunk = chunking.chunks[c];
+  plan.work_items.resize(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Chunk& chunk = chunking.chunks[order[k]];
     const int64_t base = partial_base[chunk.tile];
     const int32_t row = base < 0 ? -1 : static_cast<int32_t>(base + int64_t{chunk.index} * g.tile_rows);
-    plan.work_items.push_back(make_item(in, tiles[chunk.tile], chunk, row));
+    fill_item(in, tiles[chunk.tile], chunk, row, plan.work_items[k]);
   }
   plan.cta_cost = chosen.assignment.load;
 }
@@ -674,21 +702,19 @@ void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunk
     const int chunks = chunking.chunks_per_tile[t];
     if (chunks < 2) continue;
     for (int32_t offset = 0; offset < tiles[t].rows; offset += kMergePieceRows) {
-      MlaMergeRecord record{};
+      MlaMergeRecord& record = pieces.emplace_back();  // filled in place, as fill_item says
       record.q_token_base = in.qo_indptr[tiles[t].request];
       record.packed_q_start = tiles[t].packed_start + offset;
       record.num_rows = std::min(kMergePieceRows, tiles[t].rows - offset);
       record.partial_row_base = static_cast<int32_t>(partial_base[t] + offset);
       record.num_chunks = chunks;
       record.partial_stride = g.tile_rows;
-      pieces.push_back(record);
       costs.push_back(int64_t{record.num_rows} * chunks);
     }
   }
   const int ctas = g.cluster_size * g.grid_y;
   Assignment assignment;
-  LongestFirstScratch scratch;
-  assign_longest_first(costs, ctas, assignment, scratch);
+  assign_longest_first(costs, ctas, assignment, thread_scratch().longest_first);
   std::vector<int> order;
   plan.merge_indptr = bucket_by_bin(assignment.bin_of, ctas, order);
   plan.merge_records.reserve(order.size());
