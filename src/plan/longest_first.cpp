@@ -130,7 +130,7 @@ void assign_longest_first(const std::vector<int64_t>& costs, int bins, Assignmen
 
 int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room,
                               LongestFirstScratch& scratch) {
-  if (costs.empty()) return 0;
+  if (costs.empty()) return room >= 0 ? 0 : kBeyond;
   const auto [least, most] = std::minmax_element(costs.begin(), costs.end());
   const int64_t largest = *most;
   if (largest > room) return kBeyond;
