@@ -619,7 +619,7 @@ Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
   // A cut wins below both the best pour (a tie goes to the cut) and whole tiles (a tie goes to
   // whole tiles), and each later cut must beat the best so far.
   int64_t bound = std::min(pour_best, whole.score - 1), best_length = -1;
-  Scratch scratch;
+  Scratch& scratch = thread_scratch();
   CutStyle best_style = CutStyle::kEqual;
   for (int64_t length : cut_lengths(tiles, g)) {
     if (cut_floor(tiles, length, g) > bound) continue;
