@@ -1,9 +1,12 @@
 // The split-KV planner: hand-checked plans, input validation, and invariants over random
-// ragged batches checked against an independent model of the causal mask.
+// ragged batches checked against an independent model of the causal mask; its division and
+// longest-first helpers against plain references.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -17,6 +20,8 @@
 #include <fmt/format.h>
 
 #include "mlajit/error.h"
+#include "plan/divisor.h"
+#include "plan/longest_first.h"
 #include "plan/planner.h"
 
 using namespace mlajit;
@@ -780,4 +785,78 @@ TEST_CASE("a batch-invariant chunk length must be a multiple of the KV tile") {
   CHECK_THAT(plan_error(in), Contains("fixed_chunk_tokens") && Contains("96"));
   in.fixed_chunk_tokens = -64;
   CHECK_THAT(plan_error(in), Contains("fixed_chunk_tokens"));
+}
+
+// ---- the planner's arithmetic and placement helpers ---------------------------------------
+
+TEST_CASE("a Divisor's quotients equal the hardware division's for any 32-bit numbers") {
+  const uint32_t seed = test_seed();
+  INFO("seed " << seed << " (MLAJIT_TEST_SEED replays it)");
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> divisors{1, 2, 3, 7, 64, 96, 4095, 65537, 0x7fffffffu, 0x80000000u,
+                                 0xfffffffeu, 0xffffffffu};
+  for (int i = 0; i < 200; ++i) divisors.push_back(std::max<uint32_t>(1, rng() >> (rng() % 32)));
+  for (uint32_t d : divisors) {
+    std::vector<uint32_t> numerators{0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, 0xffffffffu};
+    for (int i = 0; i < 200; ++i) numerators.push_back(rng() >> (rng() % 32));
+    const Divisor divisor(d), from_table = divisor_for(d);
+    for (uint32_t n : numerators) {
+      INFO(n << " / " << d);
+      REQUIRE(divisor.quotient(n) == n / d);
+      REQUIRE(from_table.quotient(n) == n / d);
+      if (uint64_t{n} + d - 1 <= 0xffffffffu) REQUIRE(divisor.ceil_quotient(n) == (uint64_t{n} + d - 1) / d);
+    }
+  }
+}
+
+namespace {
+
+// Longest-first as the planner first wrote it: a comparison sort and a binary heap.
+Assignment reference_longest_first(const std::vector<int64_t>& costs, int bins) {
+  std::vector<std::pair<int64_t, int>> order;
+  for (size_t job = 0; job < costs.size(); ++job) order.push_back({-costs[job], static_cast<int>(job)});
+  std::sort(order.begin(), order.end());
+  Assignment result{std::vector<int>(costs.size()), std::vector<int64_t>(bins, 0)};
+  using Entry = std::pair<int64_t, int>;  // (load, bin): a min-heap, ties to the lowest bin
+  std::vector<Entry> heap;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int bin = k < static_cast<size_t>(bins) ? static_cast<int>(k) : heap.front().second;
+    if (k >= static_cast<size_t>(bins)) std::pop_heap(heap.begin(), heap.end(), std::greater<Entry>()), heap.pop_back();
+    result.bin_of[order[k].second] = bin;
+    result.load[bin] -= order[k].first;
+    heap.push_back({result.load[bin], bin});
+    std::push_heap(heap.begin(), heap.end(), std::greater<Entry>());
+  }
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("longest-first placement and its busiest bin match a plain sort and heap") {
+  const uint32_t seed = test_seed();
+  INFO("seed " << seed << " (MLAJIT_TEST_SEED replays it)");
+  std::mt19937 rng(seed);
+  auto draw = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  LongestFirstScratch scratch;  // reused across trials, as the planner reuses it
+  for (int trial = 0; trial < 600; ++trial) {
+    const int bins = static_cast<int>(draw(1, 300));
+    const size_t jobs = static_cast<size_t>(draw(0, 3)) * bins / 2 + draw(0, 40);
+    // Few distinct costs (merge pieces, equal tiles), KV chunk costs, or widely spread ones.
+    const int64_t spread = std::vector<int64_t>{0, 40, 9000, int64_t{1} << 40}[trial % 4];
+    const int64_t base = draw(0, 5000);
+    std::vector<int64_t> costs(jobs);
+    for (int64_t& cost : costs) cost = base + draw(0, spread);
+    INFO("trial " << trial << ": " << jobs << " jobs on " << bins << " bins, spread " << spread);
+    const Assignment expected = reference_longest_first(costs, bins);
+    Assignment got;
+    assign_longest_first(costs, bins, got, scratch);
+    REQUIRE(got.bin_of == expected.bin_of);
+    REQUIRE(got.load == expected.load);
+    const int64_t busiest = *std::max_element(expected.load.begin(), expected.load.end());
+    for (int64_t room : {busiest, busiest - 1, busiest + draw(0, 100), std::numeric_limits<int64_t>::max() - 1}) {
+      std::vector<int64_t> shuffled = costs;
+      std::shuffle(shuffled.begin(), shuffled.end(), rng);
+      CHECK(busiest_longest_first(shuffled, bins, room, scratch) == (busiest <= room ? busiest : kBeyond));
+    }
+  }
 }

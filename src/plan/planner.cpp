@@ -2,20 +2,21 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <limits>
-#include <queue>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "common/logging.h"
 #include "mlajit/error.h"
+#include "plan/divisor.h"
+#include "plan/longest_first.h"
 
 namespace mlajit::plan {
 namespace {
 
 constexpr int kMaxHeads = 128;
+constexpr int kCtaTileQ = 64;  // the kernel's query tile: the only cta_tile_q accepted
 constexpr int kMaxGridY = 65535;  // CUDA's limit on gridDim.y
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 // Query tiles one plan may hold. 2^24 tiles of 64 rows are 2^30 packed rows: q and out alone
@@ -40,8 +41,8 @@ void validate_scalars(const PlanInput& in) {
     invalid("num_heads must be in 1..{}, got {}", kMaxHeads, in.num_heads);
   if (in.page_size < 1) invalid("page_size must be >= 1, got {}", in.page_size);
   if (in.num_ctas < 1) invalid("num_ctas must be >= 1, got {}", in.num_ctas);
-  if (in.cta_tile_q != 64)
-    invalid("cta_tile_q must be 64 (the kernel's query tile), got {}", in.cta_tile_q);
+  if (in.cta_tile_q != kCtaTileQ)
+    invalid("cta_tile_q must be {} (the kernel's query tile), got {}", kCtaTileQ, in.cta_tile_q);
   if (in.kv_tile != 16 && in.kv_tile != 32 && in.kv_tile != 64)
     invalid("kv_tile must be 16, 32 or 64, got {}", in.kv_tile);
   if (in.cluster_size < 0 || in.cluster_size > 2)
@@ -85,7 +86,7 @@ void validate_requests(const PlanInput& in) {
     if (packed > kInt32Max)
       invalid("request {} has q_len x num_heads = {} packed rows; at most {} are supported", b,
               packed, kInt32Max);
-    tiles += ceil_div(packed, in.cta_tile_q);
+    tiles += ceil_div(packed, kCtaTileQ);  // a constant divisor: a shift, once a request
   }
   if (tiles > kMaxTiles)
     throw Error(ErrorCode::kUnsupported,
@@ -135,6 +136,9 @@ int32_t effective_kv(const PlanInput& in, int b, int64_t packed_end) {
 
 std::vector<Tile> build_tiles(const PlanInput& in, int tile_rows) {
   std::vector<Tile> tiles;
+  if (in.batch_size == 0) return tiles;  // the arrays may be null
+  // At most one partial tile a request beyond the full ones.
+  tiles.reserve(in.batch_size + int64_t{in.qo_indptr[in.batch_size]} * in.num_heads / tile_rows);
   for (int b = 0; b < in.batch_size; ++b) {
     const int64_t packed = (int64_t{in.qo_indptr[b + 1]} - in.qo_indptr[b]) * in.num_heads;
     for (int64_t start = 0; start < packed; start += tile_rows) {
@@ -165,19 +169,49 @@ struct Chunking {
 // many ragged tiles share it.
 enum class CutStyle { kEqual, kRemainder };
 
+// How tiles are cut: the chunk length limit (a kv_tile multiple) and style, with the divisor
+// every tile's chunk count needs made once.
+struct CutRule {
+  CutRule(int64_t max_len, int kv_tile, CutStyle style)
+      : max_len(max_len), kv_tile(kv_tile), style(style),
+        // Only tiles longer than max_len divide (they are < 2^31), so a longer max_len is
+        // never divided by.
+        by_max_len(static_cast<uint32_t>(std::min<int64_t>(max_len, kInt32Max))) {}
+  int64_t max_len;
+  int kv_tile;
+  CutStyle style;
+  Divisor by_max_len;
+};
+
 // Calls on_chunk(start, end) for the chunks of [0, length). Inner boundaries lie on kv_tile
 // multiples (max_len is one). Empty input gives one empty chunk, so the kernel still writes
 // out = 0 / lse = -inf for rows that see nothing. Returns the number of chunks.
 template <typename OnChunk>
-int64_t cut(int32_t length, int64_t max_len, int kv_tile, CutStyle style, OnChunk&& on_chunk) {
-  const int64_t n = std::max<int64_t>(1, ceil_div(length, max_len));
+int64_t cut(int32_t length, const CutRule& rule, OnChunk&& on_chunk) {
+  if (length <= rule.max_len) {  // the common case when many short tiles share the grid
+    on_chunk(0, length);
+    return 1;
+  }
+  const int64_t n = rule.by_max_len.ceil_quotient(static_cast<uint32_t>(length));
+  // Equal pieces end at ceil(c * length / (n * kv_tile)) * kv_tile: the quotient and remainder
+  // of c * length are stepped from c - 1's, one division a tile rather than one a chunk, and
+  // kv_tile is a power of two: floor(length / (n * kv_tile)) = floor(floor(length / kv_tile) / n).
+  const int64_t step = n * rule.kv_tile;
+  int64_t step_quotient = 0, step_remainder = 0;
+  if (rule.style == CutStyle::kEqual) {
+    step_quotient = divisor_for(static_cast<uint32_t>(n)).quotient(static_cast<uint32_t>(length) / rule.kv_tile);
+    step_remainder = length - step_quotient * step;
+  }
+  int64_t quotient = 0, remainder = 0;
   int64_t start = 0, count = 0;
   for (int64_t c = 1; c <= n; ++c) {
+    quotient += step_quotient, remainder += step_remainder;
+    if (remainder >= step) remainder -= step, ++quotient;
     const int64_t bound =
         c == n ? length
-        : style == CutStyle::kRemainder
-            ? c * max_len
-            : std::min<int64_t>(length, ceil_div(c * length, n * kv_tile) * kv_tile);
+        : rule.style == CutStyle::kRemainder
+            ? c * rule.max_len
+            : std::min<int64_t>(length, (quotient + (remainder > 0)) * rule.kv_tile);
     if (bound > start || (c == n && count == 0)) {
       on_chunk(static_cast<int32_t>(start), static_cast<int32_t>(bound));
       start = bound;
@@ -188,42 +222,6 @@ int64_t cut(int32_t length, int64_t max_len, int kv_tile, CutStyle style, OnChun
 }
 
 // ---- longest work first -----------------------------------------------------------------
-
-struct Assignment {
-  std::vector<int> bin_of;    // per job
-  std::vector<int64_t> load;  // per bin
-};
-
-// LPT: jobs by cost descending (ties by index, so the result is deterministic), each to the
-// least-loaded bin (ties to the lowest bin). Greedy-to-least-loaded keeps max - min load
-// within one job's cost; taking the big jobs first leaves the small ones to fill the gaps.
-Assignment assign_longest_first(const std::vector<int64_t>& costs, int bins) {
-  std::vector<std::pair<int64_t, int>> order(costs.size());  // (-cost, job): unique keys
-  for (size_t job = 0; job < costs.size(); ++job) order[job] = {-costs[job], static_cast<int>(job)};
-  std::sort(order.begin(), order.end());
-  Assignment result{std::vector<int>(costs.size()), std::vector<int64_t>(bins, 0)};
-  // The first job of each bin goes to an empty bin, in bin order; the rest to the least loaded.
-  const size_t first = std::min(order.size(), static_cast<size_t>(bins));
-  using Entry = std::pair<int64_t, int>;  // (load, bin)
-  std::vector<Entry> heap(bins);
-  for (int bin = 0; bin < bins; ++bin) {
-    const int64_t cost = static_cast<size_t>(bin) < first ? -order[bin].first : 0;
-    if (static_cast<size_t>(bin) < first) result.bin_of[order[bin].second] = bin;
-    result.load[bin] = cost;
-    heap[bin] = {cost, bin};
-  }
-  if (first == order.size()) return result;
-  std::make_heap(heap.begin(), heap.end(), std::greater<Entry>());
-  for (size_t k = first; k < order.size(); ++k) {
-    std::pop_heap(heap.begin(), heap.end(), std::greater<Entry>());
-    Entry& least = heap.back();
-    least.first -= order[k].first;
-    result.bin_of[order[k].second] = least.second;
-    result.load[least.second] = least.first;
-    std::push_heap(heap.begin(), heap.end(), std::greater<Entry>());
-  }
-  return result;
-}
 
 // Groups jobs by bin, each bin's jobs in job order; returns the CSR offsets.
 std::vector<int32_t> bucket_by_bin(const std::vector<int>& bin_of, int bins,
@@ -286,11 +284,34 @@ struct MergeWork {
 
 // ---- no split: whole tiles, longest first -----------------------------------------------
 
+// Buffers the scores and placements reuse, so that trying a candidate allocates nothing.
+struct Scratch {
+  std::vector<int64_t> costs;
+  LongestFirstScratch longest_first;
+};
+
+// This thread's buffers, kept from one plan to the next: a warm make_plan allocates little
+// beyond the plan it returns (plan() runs every decode step).
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
 struct Candidate {
   Chunking chunking;
   Assignment assignment;
   int64_t score = 0;
 };
+
+// A floor under whole tiles' score: no pair is below the mean load, nor below the largest tile.
+int64_t whole_floor(const std::vector<Tile>& tiles, const Geometry& g) {
+  int64_t total = 0, largest = 0;
+  for (const Tile& tile : tiles) {
+    total += tile.eff_kv + kItemOverheadTokens;
+    largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
+  }
+  return std::max(ceil_div(total, g.grid_y), largest);
+}
 
 Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
   Candidate candidate;
@@ -304,7 +325,7 @@ Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
   }
   candidate.chunking.max_len = std::max(round_up(candidate.chunking.max_len, g.kv_tile),
                                         shortest_chunk(g));
-  candidate.assignment = assign_longest_first(costs, g.grid_y);
+  assign_longest_first(costs, g.grid_y, candidate.assignment, thread_scratch().longest_first);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end());
   return candidate;
@@ -312,38 +333,25 @@ Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
 
 // ---- splitting: tiles cut into chunks, longest first ---------------------------------------
 
-// Buffers the cut candidates reuse, so that trying one allocates nothing.
-struct Scratch {
-  std::vector<int64_t> costs, loads;
-};
-
 // The modelled time of cutting every tile into chunks of at most max_len and placing them
-// longest first; builds nothing.
+// longest first, or kBeyond when it exceeds `bound`; builds nothing.
 int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
-                  const Geometry& g, Scratch& scratch) {
-  scratch.costs.clear();
+                  const Geometry& g, int64_t bound, Scratch& scratch) {
+  const CutRule rule(max_len, g.kv_tile, style);
+  std::vector<int64_t>& costs = scratch.costs;
+  costs.clear();
   MergeWork merge;
   for (const Tile& tile : tiles) {
-    const int64_t chunks = cut(tile.eff_kv, max_len, g.kv_tile, style, [&](int32_t start, int32_t end) {
-      scratch.costs.push_back(int64_t{end} - start + kItemOverheadTokens);
+    const int64_t chunks = cut(tile.eff_kv, rule, [&](int32_t start, int32_t end) {
+      costs.push_back(int64_t{end} - start + kItemOverheadTokens);
     });
     merge.add_tile(tile, chunks);
   }
-  std::vector<int64_t>& costs = scratch.costs;
-  const size_t bins = static_cast<size_t>(g.grid_y);
-  if (costs.size() <= bins)  // one job a pair: the busiest is the largest job
-    return *std::max_element(costs.begin(), costs.end()) + merge.cost(g);
-  std::sort(costs.begin(), costs.end(), std::greater<int64_t>());
-  // The first job of each pair goes to an empty pair, in order; the rest to the least loaded.
-  std::vector<int64_t>& loads = scratch.loads;  // a min-heap of the pairs' loads
-  loads.assign(costs.begin(), costs.begin() + bins);
-  std::make_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-  for (size_t job = bins; job < costs.size(); ++job) {
-    std::pop_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-    loads.back() += costs[job];
-    std::push_heap(loads.begin(), loads.end(), std::greater<int64_t>());
-  }
-  return *std::max_element(loads.begin(), loads.end()) + merge.cost(g);
+  const int64_t merge_cost = merge.cost(g);
+  if (merge_cost > bound) return kBeyond;
+  const int64_t busiest =
+      busiest_longest_first(costs, g.grid_y, bound - merge_cost, scratch.longest_first);
+  return busiest == kBeyond ? kBeyond : busiest + merge_cost;
 }
 
 // A floor under cut_score from counts alone: no pair is below the mean load, nor below the
@@ -351,10 +359,19 @@ int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle styl
 int64_t cut_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometry& g) {
   int64_t total = 0, largest = 0;
   MergeWork merge;
+  const Divisor by_max_len(static_cast<uint32_t>(std::min<int64_t>(max_len, kInt32Max)));
   for (const Tile& tile : tiles) {
-    const int64_t n = std::max<int64_t>(1, ceil_div(tile.eff_kv, max_len));
+    if (tile.eff_kv <= max_len) {  // one chunk, no merge
+      total += tile.eff_kv + kItemOverheadTokens;
+      largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
+      continue;
+    }
+    const int64_t n = by_max_len.ceil_quotient(static_cast<uint32_t>(tile.eff_kv));
     total += tile.eff_kv + n * kItemOverheadTokens;
-    largest = std::max(largest, ceil_div(tile.eff_kv, n) + kItemOverheadTokens);
+    // ceil(eff_kv / n) > largest - overhead exactly when eff_kv > (largest - overhead) * n:
+    // the division only when the largest grows.
+    if (tile.eff_kv > (largest - kItemOverheadTokens) * n)
+      largest = ceil_div(tile.eff_kv, n) + kItemOverheadTokens;
     merge.add_tile(tile, n);
   }
   return std::max(ceil_div(total, g.grid_y), largest) + merge.cost(g);
@@ -366,18 +383,19 @@ Candidate cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle st
   Chunking& chunking = candidate.chunking;
   chunking.max_len = max_len;
   chunking.chunks_per_tile.resize(tiles.size());
+  const CutRule rule(max_len, g.kv_tile, style);
   std::vector<int64_t> costs;
   MergeWork merge;
   for (size_t t = 0; t < tiles.size(); ++t) {
     int index = 0;
     chunking.chunks_per_tile[t] = static_cast<int>(
-        cut(tiles[t].eff_kv, max_len, g.kv_tile, style, [&](int32_t start, int32_t end) {
+        cut(tiles[t].eff_kv, rule, [&](int32_t start, int32_t end) {
           chunking.chunks.push_back({static_cast<int>(t), index++, start, end});
           costs.push_back(int64_t{end} - start + kItemOverheadTokens);
         }));
     merge.add_tile(tiles[t], chunking.chunks_per_tile[t]);
   }
-  candidate.assignment = assign_longest_first(costs, g.grid_y);
+  assign_longest_first(costs, g.grid_y, candidate.assignment, thread_scratch().longest_first);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end()) + merge.cost(g);
   return candidate;
@@ -422,7 +440,9 @@ bool pour(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
       const int64_t rest = tiles[t].eff_kv - start;
       int64_t length = rest;
       if (rest + kItemOverheadTokens > capacity - load) {
-        length = (capacity - load - kItemOverheadTokens) / g.kv_tile * g.kv_tile;
+        // Down to a kv_tile multiple (a power of two): a mask, not a division. Below zero it
+        // rounds down rather than toward zero, and either way the piece is too short.
+        length = (capacity - load - kItemOverheadTokens) & -int64_t{g.kv_tile};
         if (length < shortest) {  // no useful piece fits: the next pair
           if (load == 0 || ++pair == g.grid_y) return false;
           load = 0;
@@ -440,22 +460,45 @@ bool pour(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
 }
 
 // The modelled time of pouring at `capacity` (the busiest pair plus the merge), or -1 when the
-// tiles do not fit; builds nothing.
+// tiles do not fit; builds nothing. pour_fits() with the loads and the merge counted.
 int64_t pour_score(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
-  int64_t busiest = 0, load = 0, chunks = 0;
-  int last_pair = 0;
-  size_t last_tile = 0;
+  const int64_t shortest = shortest_chunk(g), tile_mask = -int64_t{g.kv_tile};
+  int pairs_left = g.grid_y - 1;
+  int64_t room = capacity, busiest = 0;
   MergeWork merge;
-  const bool fits = pour(tiles, capacity, g, [&](size_t t, int32_t start, int32_t end, int pair) {
-    if (pair != last_pair) load = 0, last_pair = pair;
-    load += end - start + kItemOverheadTokens;
-    busiest = std::max(busiest, load);
-    if (t != last_tile) merge.add_tile(tiles[last_tile], chunks), chunks = 0, last_tile = t;
-    ++chunks;
-  });
-  if (!fits) return -1;
-  if (!tiles.empty()) merge.add_tile(tiles[last_tile], chunks);
-  return busiest + merge.cost(g);
+  for (const Tile& tile : tiles) {
+    int64_t rest = tile.eff_kv, chunks = 1;
+    while (rest + kItemOverheadTokens > room) {
+      const int64_t length = (room - kItemOverheadTokens) & tile_mask;
+      if (length >= shortest) {
+        rest -= length;
+        room -= length + kItemOverheadTokens;
+        ++chunks;
+      } else {
+        if (room == capacity || pairs_left-- == 0) return -1;
+        busiest = std::max(busiest, capacity - room);
+        room = capacity;
+      }
+    }
+    room -= rest + kItemOverheadTokens;
+    merge.add_tile(tile, chunks);
+  }
+  return std::max(busiest, capacity - room) + merge.cost(g);
+}
+
+// Whole tiles' total cost: what pouring starts from.
+int64_t total_cost(const std::vector<Tile>& tiles) {
+  int64_t total = 0;
+  for (const Tile& tile : tiles) total += tile.eff_kv + kItemOverheadTokens;
+  return total;
+}
+
+// A floor under pour_score at `capacity`, from the total alone: tiles that fit one pair stay
+// whole in it; otherwise the first pair is closed only when no useful piece fits its room
+// (room - kItemOverheadTokens < shortest_chunk), so it, and the busiest, holds more than that.
+int64_t pour_floor(int64_t total, int64_t capacity, const Geometry& g) {
+  if (total <= capacity) return total;
+  return capacity - kItemOverheadTokens - shortest_chunk(g) + 1;
 }
 
 Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
@@ -464,6 +507,9 @@ Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometr
   chunking.chunks_per_tile.assign(tiles.size(), 0);
   Assignment& assignment = candidate.assignment;
   assignment.load.assign(g.grid_y, 0);
+  // A tile is cut only where a pair closes: at most one chunk a pair beyond one a tile.
+  chunking.chunks.reserve(tiles.size() + g.grid_y);
+  assignment.bin_of.reserve(tiles.size() + g.grid_y);
   pour(tiles, capacity, g, [&](size_t t, int32_t start, int32_t end, int pair) {
     chunking.chunks.push_back({static_cast<int>(t), chunking.chunks_per_tile[t]++, start, end});
     chunking.max_len = std::max<int64_t>(chunking.max_len, end - start);
@@ -476,6 +522,29 @@ Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometr
   return candidate;
 }
 
+// Whether pour() at `capacity` fits the tiles in the grid: pour() without its chunks, the
+// loop the bisection below runs a dozen times.
+bool pour_fits(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
+  const int64_t shortest = shortest_chunk(g), tile_mask = -int64_t{g.kv_tile};
+  int pairs_left = g.grid_y - 1;
+  int64_t room = capacity;
+  for (const Tile& tile : tiles) {
+    int64_t rest = tile.eff_kv;
+    while (rest + kItemOverheadTokens > room) {
+      const int64_t length = (room - kItemOverheadTokens) & tile_mask;
+      if (length >= shortest) {  // a piece fits, then the rest goes on in the next pair
+        rest -= length;
+        room -= length + kItemOverheadTokens;
+      } else {
+        if (room == capacity || pairs_left-- == 0) return false;
+        room = capacity;
+      }
+    }
+    room -= rest + kItemOverheadTokens;
+  }
+  return true;
+}
+
 // The smallest capacity the tiles fit in, by bisection between the mean load (no capacity
 // below it can hold them) and one that surely holds them.
 int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
@@ -485,18 +554,28 @@ int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
     largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
   }
   const int64_t smallest_item = kItemOverheadTokens + shortest_chunk(g);
+  // Every capacity from here on fits, so the probes there need no pour. Pouring fails only
+  // when all grid_y pairs are closed, and a pair is closed only when no useful piece fits its
+  // room: it holds more than capacity - kItemOverheadTokens - shortest_chunk. The pairs then
+  // hold more than total plus one item's fixed cost for each cut (a cut closes its pair, so
+  // there are at most grid_y of them) could make.
+  const int64_t surely_fits =
+      std::max(ceil_div(total, g.grid_y) + 2 * kItemOverheadTokens + shortest_chunk(g), smallest_item);
+  const auto fits = [&](int64_t capacity) {
+    return capacity >= surely_fits || pour_fits(tiles, capacity, g);
+  };
   int64_t low = std::max(ceil_div(total, g.grid_y), smallest_item) - 1;  // does not fit
   int64_t high = std::max(largest, smallest_item) * ceil_div(int64_t(tiles.size()), g.grid_y) +
                  smallest_item;  // each pair holds its share of whole tiles, as a rule
-  while (pour_score(tiles, high, g) < 0) low = high, high *= 2;  // one pair holds the total
+  while (!fits(high)) low = high, high *= 2;  // one pair holds the total
   // The smallest usually lies within an eighth above the mean: try that bracket first.
   const int64_t near = (low + 1) + (low + 1) / 8 + smallest_item;
-  if (near < high && pour_score(tiles, near, g) >= 0) high = near;
+  if (near < high && fits(near)) high = near;
   // A capacity finer than an eighth of a KV tile moves no cut (cuts lie on kv_tile multiples).
   const int64_t precision = std::max(1, g.kv_tile / 8);
   while (high - low > precision) {
     const int64_t middle = low + (high - low) / 2;
-    (pour_score(tiles, middle, g) >= 0 ? high : low) = middle;
+    (fits(middle) ? high : low) = middle;
   }
   return high;
 }
@@ -520,36 +599,48 @@ std::vector<int64_t> capacities_to_try(const std::vector<Tile>& tiles, const Geo
 // Whole tiles longest first, tiles cut into chunks longest first, or the pairs filled in
 // order: the lowest modelled time (busiest pair + merge) wins; on a tie the earlier kind, and
 // within a kind the longer chunks or larger capacity (fewer items, less partial memory).
+// The pours are scored first: their best bounds the other kinds, whose scores stop as soon as
+// they are sure to lose (a cut must reach the best pour to win, whole tiles likewise).
 Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
-  Candidate whole = whole_tiles(tiles, g);
-  int64_t best_score = whole.score, best_length = -1, best_capacity = -1;
-  CutStyle best_style = CutStyle::kEqual;
-  Scratch scratch;
-  for (int64_t length : cut_lengths(tiles, g)) {
-    if (cut_floor(tiles, length, g) >= best_score) continue;
-    for (CutStyle style : {CutStyle::kEqual, CutStyle::kRemainder}) {
-      const int64_t score = cut_score(tiles, length, style, g, scratch);
-      if (score < best_score) best_score = score, best_length = length, best_style = style;
-    }
-  }
+  int64_t pour_best = kBeyond, best_capacity = -1;
+  const int64_t total = total_cost(tiles);
   for (int64_t capacity : capacities_to_try(tiles, g)) {
+    if (pour_floor(total, capacity, g) > pour_best) continue;
     const int64_t score = pour_score(tiles, capacity, g);
-    if (score < 0 || score > best_score) continue;
-    if (score == best_score && (best_capacity < 0 || capacity < best_capacity)) continue;
-    best_score = score;
+    if (score < 0 || score > pour_best) continue;
+    if (score == pour_best && capacity < best_capacity) continue;
+    pour_best = score;
     best_capacity = capacity;
   }
-  if (best_capacity >= 0) return poured(tiles, best_capacity, g);
+  // Whole tiles win a tie with the best pour; below the floor they cannot reach it.
+  Candidate whole;
+  whole.score = kBeyond;
+  if (whole_floor(tiles, g) <= pour_best) whole = whole_tiles(tiles, g);
+  // A cut wins below both the best pour (a tie goes to the cut) and whole tiles (a tie goes to
+  // whole tiles), and each later cut must beat the best so far.
+  int64_t bound = std::min(pour_best, whole.score - 1), best_length = -1;
+  Scratch& scratch = thread_scratch();
+  CutStyle best_style = CutStyle::kEqual;
+  for (int64_t length : cut_lengths(tiles, g)) {
+    if (cut_floor(tiles, length, g) > bound) continue;
+    for (CutStyle style : {CutStyle::kEqual, CutStyle::kRemainder}) {
+      const int64_t score = cut_score(tiles, length, style, g, bound, scratch);
+      if (score <= bound) bound = score - 1, best_length = length, best_style = style;
+    }
+  }
   if (best_length >= 0) return cut_tiles(tiles, best_length, best_style, g);
+  if (whole.score > pour_best) return poured(tiles, best_capacity, g);
   return whole;
 }
 
 // ---- assembling the plan ----------------------------------------------------------------
 
-MlaWorkItem make_item(const PlanInput& in, const Tile& tile, const Chunk& chunk,
-                      int32_t partial_row) {
+// Fills a zeroed item where it lies: built on the stack and copied, the record's field-wise
+// stores would be read back as wide loads, which store forwarding cannot serve (~15 cycles an
+// item).
+void fill_item(const PlanInput& in, const Tile& tile, const Chunk& chunk, int32_t partial_row,
+               MlaWorkItem& item) {
   const int b = tile.request;
-  MlaWorkItem item{};
   item.q_token_base = in.qo_indptr[b];
   item.q_len = in.qo_indptr[b + 1] - in.qo_indptr[b];
   item.kv_page_base = in.kv_indptr[b];
@@ -558,7 +649,6 @@ MlaWorkItem make_item(const PlanInput& in, const Tile& tile, const Chunk& chunk,
   item.kv_start = chunk.kv_start;
   item.kv_end = chunk.kv_end;
   item.partial_row = partial_row;
-  return item;
 }
 
 // First partial row of each split tile (-1 for unsplit ones), allocated in tile order.
@@ -586,12 +676,12 @@ void fill_work(const PlanInput& in, const std::vector<Tile>& tiles, const Candid
                                                      chunking.chunks.size()));
   std::vector<int> order;
   plan.work_indptr = bucket_by_bin(chosen.assignment.bin_of, g.grid_y, order);
-  plan.work_items.reserve(order.size());
-  for (int c : order) {
-    const Chunk& chunk = chunking.chunks[c];
+  plan.work_items.resize(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Chunk& chunk = chunking.chunks[order[k]];
     const int64_t base = partial_base[chunk.tile];
     const int32_t row = base < 0 ? -1 : static_cast<int32_t>(base + int64_t{chunk.index} * g.tile_rows);
-    plan.work_items.push_back(make_item(in, tiles[chunk.tile], chunk, row));
+    fill_item(in, tiles[chunk.tile], chunk, row, plan.work_items[k]);
   }
   plan.cta_cost = chosen.assignment.load;
 }
@@ -600,25 +690,31 @@ void fill_work(const PlanInput& in, const std::vector<Tile>& tiles, const Candid
 // flat CTAs longest-first by rows x chunks, each CTA's records in tile order.
 void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunking& chunking,
                 const std::vector<int64_t>& partial_base, const Geometry& g, Plan& plan) {
+  size_t piece_count = 0;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    if (chunking.chunks_per_tile[t] >= 2) piece_count += (tiles[t].rows + kMergePieceRows - 1) / kMergePieceRows;
+  }
   std::vector<MlaMergeRecord> pieces;
   std::vector<int64_t> costs;
+  pieces.reserve(piece_count);
+  costs.reserve(piece_count);
   for (size_t t = 0; t < tiles.size(); ++t) {
     const int chunks = chunking.chunks_per_tile[t];
     if (chunks < 2) continue;
     for (int32_t offset = 0; offset < tiles[t].rows; offset += kMergePieceRows) {
-      MlaMergeRecord record{};
+      MlaMergeRecord& record = pieces.emplace_back();  // filled in place, as fill_item says
       record.q_token_base = in.qo_indptr[tiles[t].request];
       record.packed_q_start = tiles[t].packed_start + offset;
       record.num_rows = std::min(kMergePieceRows, tiles[t].rows - offset);
       record.partial_row_base = static_cast<int32_t>(partial_base[t] + offset);
       record.num_chunks = chunks;
       record.partial_stride = g.tile_rows;
-      pieces.push_back(record);
       costs.push_back(int64_t{record.num_rows} * chunks);
     }
   }
   const int ctas = g.cluster_size * g.grid_y;
-  const Assignment assignment = assign_longest_first(costs, ctas);
+  Assignment assignment;
+  assign_longest_first(costs, ctas, assignment, thread_scratch().longest_first);
   std::vector<int> order;
   plan.merge_indptr = bucket_by_bin(assignment.bin_of, ctas, order);
   plan.merge_records.reserve(order.size());
