@@ -25,11 +25,18 @@ void radix_sort(std::vector<T>& items, std::vector<T>& buffer, uint64_t largest_
     items.swap(buffer);
     return;
   }
-  for (int shift = 0; shift < 64 && (largest_key >> shift) != 0; shift += 8) {
-    size_t count[257] = {};
-    for (const T& item : items) ++count[((key(item) >> shift) & 0xff) + 1];
-    for (int digit = 0; digit < 256; ++digit) count[digit + 1] += count[digit];
-    for (const T& item : items) buffer[count[(key(item) >> shift) & 0xff]++] = item;
+  // As many passes as bytes, their digits as narrow as those passes allow (KV chunk costs
+  // span 13-14 bits: two passes of 7, whose counts are half as long to clear and sum).
+  const int bits = 64 - __builtin_clzll(largest_key);
+  const int passes = (bits + 7) / 8;
+  const int digit_bits = (bits + passes - 1) / passes;
+  const uint64_t mask = (uint64_t{1} << digit_bits) - 1;
+  for (int shift = 0; shift < bits; shift += digit_bits) {
+    size_t count[257];
+    std::fill(count, count + mask + 2, size_t{0});
+    for (const T& item : items) ++count[((key(item) >> shift) & mask) + 1];
+    for (uint64_t digit = 0; digit < mask; ++digit) count[digit + 1] += count[digit];
+    for (const T& item : items) buffer[count[(key(item) >> shift) & mask]++] = item;
     items.swap(buffer);
   }
 }
@@ -118,9 +125,23 @@ void assign_longest_first(const std::vector<int64_t>& costs, int bins, Assignmen
     result.load[bin] = costs[order[bin]];
   }
   if (first == order.size()) return;
+  // The bins' loads now descend with the bin (each took the next job, costs descending), so
+  // the least loaded are the last run of equal loads, and the lowest of them is the least.
+  // The next jobs go to that run in order, each one that costs anything leaving its bin above
+  // the rest of the run; no tree is needed until the run is used up (the merge pieces, many of
+  // one cost, often end there).
+  size_t next = first, run = static_cast<size_t>(bins) - 1;
+  while (run > 0 && result.load[run - 1] == result.load[bins - 1]) --run;
+  for (; next < order.size() && run < static_cast<size_t>(bins); ++next) {
+    const int64_t cost = costs[order[next]];
+    result.bin_of[order[next]] = static_cast<int>(run);
+    result.load[run] += cost;
+    run += cost > 0;
+  }
+  if (next == order.size()) return;
   scratch.loads.assign(result.load.begin(), result.load.end());
   LeastLoaded bins_by_load(bins, scratch);
-  for (size_t k = first; k < order.size(); ++k) {
+  for (size_t k = next; k < order.size(); ++k) {
     const int bin = bins_by_load.least();
     result.bin_of[order[k]] = bin;
     bins_by_load.add(bin, costs[order[k]]);
@@ -151,23 +172,27 @@ int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t roo
   }
   // The next job after the bins' first joins the least loaded of them.
   if (costs[opened - 1] + costs[opened] > room) return kBeyond;
-  // The bins' loads as a min-heap: the first jobs ascending are one already. Each job raises
-  // the root, which then sinks; a sentinel past the end spares the sift a bounds check on the
-  // right child.
+  // The bins' loads as a 4-ary min-heap (half the levels of a binary one, and a level's four
+  // children compare side by side): the first jobs ascending are one already. Each job raises
+  // the root, which then sinks; sentinels past the end spare the sift bounds checks on the
+  // last children.
   std::vector<int64_t>& loads = scratch.loads;
   loads.assign(costs.rend() - opened, costs.rend());
-  loads.push_back(std::numeric_limits<int64_t>::max());
+  loads.resize(opened + 3, std::numeric_limits<int64_t>::max());
   int64_t busiest = largest;
   for (size_t job = opened; job < costs.size(); ++job) {
     const int64_t load = loads[0] + costs[job];
     if (load > room) return kBeyond;
     busiest = std::max(busiest, load);
     size_t hole = 0;
-    for (size_t child = 1; child < opened; child = 2 * hole + 1) {
-      child += loads[child + 1] < loads[child];  // selected, not branched on
-      if (loads[child] >= load) break;
-      loads[hole] = loads[child];
-      hole = child;
+    for (size_t child = 1; child < opened; child = 4 * hole + 1) {
+      // The least of the four, selected rather than branched on.
+      const size_t left = child + (loads[child + 1] < loads[child]);
+      const size_t right = child + 2 + (loads[child + 3] < loads[child + 2]);
+      const size_t least = loads[right] < loads[left] ? right : left;
+      if (loads[least] >= load) break;
+      loads[hole] = loads[least];
+      hole = least;
     }
     loads[hole] = load;
   }

@@ -134,9 +134,9 @@ int32_t effective_kv(const PlanInput& in, int b, int64_t packed_end) {
   return static_cast<int32_t>(std::clamp<int64_t>(visible, 0, kv_len));
 }
 
-std::vector<Tile> build_tiles(const PlanInput& in, int tile_rows) {
-  std::vector<Tile> tiles;
-  if (in.batch_size == 0) return tiles;  // the arrays may be null
+void build_tiles(const PlanInput& in, int tile_rows, std::vector<Tile>& tiles) {
+  tiles.clear();
+  if (in.batch_size == 0) return;  // the arrays may be null
   // At most one partial tile a request beyond the full ones.
   tiles.reserve(in.batch_size + int64_t{in.qo_indptr[in.batch_size]} * in.num_heads / tile_rows);
   for (int b = 0; b < in.batch_size; ++b) {
@@ -147,7 +147,6 @@ std::vector<Tile> build_tiles(const PlanInput& in, int tile_rows) {
                        effective_kv(in, b, end)});
     }
   }
-  return tiles;
 }
 
 struct Chunk {
@@ -223,15 +222,30 @@ int64_t cut(int32_t length, const CutRule& rule, OnChunk&& on_chunk) {
 
 // ---- longest work first -----------------------------------------------------------------
 
-// Groups jobs by bin, each bin's jobs in job order; returns the CSR offsets.
+// Groups jobs by bin, each bin's jobs in job order, into jobs_out; returns the CSR offsets.
+// Bins that take their jobs in job order already (a pour fills the pairs one after another)
+// leave the jobs in place.
 std::vector<int32_t> bucket_by_bin(const std::vector<int>& bin_of, int bins,
                                    std::vector<int>& jobs_out) {
   std::vector<int32_t> indptr(bins + 1, 0);
-  for (int bin : bin_of) ++indptr[bin + 1];
+  bool in_order = true;
+  int previous = 0;
+  for (int bin : bin_of) {
+    ++indptr[bin + 1];
+    in_order &= bin >= previous;
+    previous = bin;
+  }
   for (int bin = 0; bin < bins; ++bin) indptr[bin + 1] += indptr[bin];
-  std::vector<int32_t> next(indptr.begin(), indptr.end() - 1);
-  jobs_out.assign(bin_of.size(), 0);
-  for (size_t job = 0; job < bin_of.size(); ++job) jobs_out[next[bin_of[job]]++] = static_cast<int>(job);
+  jobs_out.resize(bin_of.size());
+  if (in_order) {
+    for (size_t job = 0; job < bin_of.size(); ++job) jobs_out[job] = static_cast<int>(job);
+    return indptr;
+  }
+  // indptr[bin] is the next free slot of bin - 1's jobs while they are placed, and then its
+  // end, which is bin's start: shifted back by one, the offsets come out right.
+  for (size_t job = 0; job < bin_of.size(); ++job) jobs_out[indptr[bin_of[job]]++] = static_cast<int>(job);
+  for (int bin = bins; bin > 0; --bin) indptr[bin] = indptr[bin - 1];
+  indptr[0] = 0;
   return indptr;
 }
 
@@ -284,10 +298,22 @@ struct MergeWork {
 
 // ---- no split: whole tiles, longest first -----------------------------------------------
 
+struct Candidate {
+  Chunking chunking;
+  Assignment assignment;
+  int64_t score = 0;
+};
+
 // Buffers the scores and placements reuse, so that trying a candidate allocates nothing.
 struct Scratch {
-  std::vector<int64_t> costs;
+  std::vector<Tile> tiles;
+  std::vector<int64_t> costs, capacities, lengths;
+  std::vector<int64_t> partial_base;    // first partial row of each tile
   LongestFirstScratch longest_first;
+  std::vector<int> order;               // jobs by bin (work items, then merge records)
+  std::vector<MlaMergeRecord> pieces;   // merge records in tile order
+  Assignment pieces_assignment;
+  Candidate chosen;                     // the plan's chunks and their pairs
 };
 
 // This thread's buffers, kept from one plan to the next: a warm make_plan allocates little
@@ -296,12 +322,6 @@ Scratch& thread_scratch() {
   thread_local Scratch scratch;
   return scratch;
 }
-
-struct Candidate {
-  Chunking chunking;
-  Assignment assignment;
-  int64_t score = 0;
-};
 
 // A floor under whole tiles' score: no pair is below the mean load, nor below the largest tile.
 int64_t whole_floor(const std::vector<Tile>& tiles, const Geometry& g) {
@@ -313,9 +333,10 @@ int64_t whole_floor(const std::vector<Tile>& tiles, const Geometry& g) {
   return std::max(ceil_div(total, g.grid_y), largest);
 }
 
-Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
-  Candidate candidate;
+void whole_tiles(const std::vector<Tile>& tiles, const Geometry& g, Candidate& candidate) {
   std::vector<int64_t> costs(tiles.size());
+  candidate.chunking.max_len = 0;
+  candidate.chunking.chunks.clear();
   candidate.chunking.chunks_per_tile.assign(tiles.size(), 1);
   candidate.chunking.chunks.reserve(tiles.size());
   for (size_t t = 0; t < tiles.size(); ++t) {
@@ -328,7 +349,6 @@ Candidate whole_tiles(const std::vector<Tile>& tiles, const Geometry& g) {
   assign_longest_first(costs, g.grid_y, candidate.assignment, thread_scratch().longest_first);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end());
-  return candidate;
 }
 
 // ---- splitting: tiles cut into chunks, longest first ---------------------------------------
@@ -377,14 +397,15 @@ int64_t cut_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometr
   return std::max(ceil_div(total, g.grid_y), largest) + merge.cost(g);
 }
 
-Candidate cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
-                    const Geometry& g) {
-  Candidate candidate;
+void cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
+               const Geometry& g, Candidate& candidate) {
   Chunking& chunking = candidate.chunking;
   chunking.max_len = max_len;
+  chunking.chunks.clear();
   chunking.chunks_per_tile.resize(tiles.size());
   const CutRule rule(max_len, g.kv_tile, style);
-  std::vector<int64_t> costs;
+  std::vector<int64_t>& costs = thread_scratch().costs;
+  costs.clear();
   MergeWork merge;
   for (size_t t = 0; t < tiles.size(); ++t) {
     int index = 0;
@@ -398,7 +419,6 @@ Candidate cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle st
   assign_longest_first(costs, g.grid_y, candidate.assignment, thread_scratch().longest_first);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end()) + merge.cost(g);
-  return candidate;
 }
 
 // Chunk lengths to cut at: the mean share of a pair and somewhat above it. With about one item
@@ -406,14 +426,15 @@ Candidate cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle st
 // tried finely (on the ragged batch of perf/baseline.md 17/16 of the share gives busiest/mean
 // 1.05 where 1 gives 1.07); longer ones cut only the longest tiles, which wins where a few long
 // requests stand among many short ones. Shorter chunks are the filled pairs' domain.
-std::vector<int64_t> cut_lengths(const std::vector<Tile>& tiles, const Geometry& g) {
+const std::vector<int64_t>& cut_lengths(const std::vector<Tile>& tiles, const Geometry& g) {
   int64_t total = 0, longest = 0;
   for (const Tile& tile : tiles) {
     total += tile.eff_kv;
     longest = std::max<int64_t>(longest, tile.eff_kv);
   }
   const int64_t share = ceil_div(total, g.grid_y);
-  std::vector<int64_t> lengths;
+  std::vector<int64_t>& lengths = thread_scratch().lengths;
+  lengths.clear();
   for (int sixteenths : {24, 20, 18, 17, 16}) {
     const int64_t length = std::max(round_up(ceil_div(share * sixteenths, 16), g.kv_tile), shortest_chunk(g));
     if (length < longest && (lengths.empty() || length < lengths.back())) lengths.push_back(length);
@@ -501,14 +522,17 @@ int64_t pour_floor(int64_t total, int64_t capacity, const Geometry& g) {
   return capacity - kItemOverheadTokens - shortest_chunk(g) + 1;
 }
 
-Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g) {
-  Candidate candidate;
+void poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
+            Candidate& candidate) {
   Chunking& chunking = candidate.chunking;
+  chunking.max_len = 0;
+  chunking.chunks.clear();
   chunking.chunks_per_tile.assign(tiles.size(), 0);
   Assignment& assignment = candidate.assignment;
   assignment.load.assign(g.grid_y, 0);
   // A tile is cut only where a pair closes: at most one chunk a pair beyond one a tile.
   chunking.chunks.reserve(tiles.size() + g.grid_y);
+  assignment.bin_of.clear();
   assignment.bin_of.reserve(tiles.size() + g.grid_y);
   pour(tiles, capacity, g, [&](size_t t, int32_t start, int32_t end, int pair) {
     chunking.chunks.push_back({static_cast<int>(t), chunking.chunks_per_tile[t]++, start, end});
@@ -519,7 +543,6 @@ Candidate poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometr
   MergeWork merge;
   for (size_t t = 0; t < tiles.size(); ++t) merge.add_tile(tiles[t], chunking.chunks_per_tile[t]);
   candidate.score = *std::max_element(assignment.load.begin(), assignment.load.end()) + merge.cost(g);
-  return candidate;
 }
 
 // Whether pour() at `capacity` fits the tiles in the grid: pour() without its chunks, the
@@ -584,9 +607,10 @@ int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
 // and room for one chunk of 2^k KV tiles (for a few long tiles over many pairs these are the
 // chunk lengths measured fastest: 64, 128 and 256 tokens at one 128-head request of 1k, 4k
 // and 16k tokens).
-std::vector<int64_t> capacities_to_try(const std::vector<Tile>& tiles, const Geometry& g) {
+const std::vector<int64_t>& capacities_to_try(const std::vector<Tile>& tiles, const Geometry& g) {
   const int64_t smallest = smallest_capacity(tiles, g);
-  std::vector<int64_t> capacities{smallest};
+  std::vector<int64_t>& capacities = thread_scratch().capacities;
+  capacities.assign(1, smallest);
   for (int sixteenths : {17, 18, 20, 24}) capacities.push_back(ceil_div(smallest * sixteenths, 16));
   int64_t longest = 0;
   for (const Tile& tile : tiles) longest = std::max<int64_t>(longest, tile.eff_kv);
@@ -601,7 +625,8 @@ std::vector<int64_t> capacities_to_try(const std::vector<Tile>& tiles, const Geo
 // within a kind the longer chunks or larger capacity (fewer items, less partial memory).
 // The pours are scored first: their best bounds the other kinds, whose scores stop as soon as
 // they are sure to lose (a cut must reach the best pour to win, whole tiles likewise).
-Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
+// Builds the winner in `chosen`.
+void choose_chunking(const std::vector<Tile>& tiles, const Geometry& g, Candidate& chosen) {
   int64_t pour_best = kBeyond, best_capacity = -1;
   const int64_t total = total_cost(tiles);
   for (int64_t capacity : capacities_to_try(tiles, g)) {
@@ -612,13 +637,16 @@ Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
     pour_best = score;
     best_capacity = capacity;
   }
-  // Whole tiles win a tie with the best pour; below the floor they cannot reach it.
-  Candidate whole;
-  whole.score = kBeyond;
-  if (whole_floor(tiles, g) <= pour_best) whole = whole_tiles(tiles, g);
+  // Whole tiles win a tie with the best pour; below the floor they cannot reach it. They are
+  // built in `chosen` where a cut or a pour that wins replaces them.
+  int64_t whole = kBeyond;
+  if (whole_floor(tiles, g) <= pour_best) {
+    whole_tiles(tiles, g, chosen);
+    whole = chosen.score;
+  }
   // A cut wins below both the best pour (a tie goes to the cut) and whole tiles (a tie goes to
   // whole tiles), and each later cut must beat the best so far.
-  int64_t bound = std::min(pour_best, whole.score - 1), best_length = -1;
+  int64_t bound = std::min(pour_best, whole - 1), best_length = -1;
   Scratch& scratch = thread_scratch();
   CutStyle best_style = CutStyle::kEqual;
   for (int64_t length : cut_lengths(tiles, g)) {
@@ -628,9 +656,11 @@ Candidate choose_chunking(const std::vector<Tile>& tiles, const Geometry& g) {
       if (score <= bound) bound = score - 1, best_length = length, best_style = style;
     }
   }
-  if (best_length >= 0) return cut_tiles(tiles, best_length, best_style, g);
-  if (whole.score > pour_best) return poured(tiles, best_capacity, g);
-  return whole;
+  if (best_length >= 0) {
+    cut_tiles(tiles, best_length, best_style, g, chosen);
+  } else if (whole > pour_best) {
+    poured(tiles, best_capacity, g, chosen);
+  }
 }
 
 // ---- assembling the plan ----------------------------------------------------------------
@@ -652,9 +682,9 @@ void fill_item(const PlanInput& in, const Tile& tile, const Chunk& chunk, int32_
 }
 
 // First partial row of each split tile (-1 for unsplit ones), allocated in tile order.
-std::vector<int64_t> allocate_partial_rows(const Chunking& chunking, int tile_rows,
-                                           int64_t& total_rows) {
-  std::vector<int64_t> base(chunking.chunks_per_tile.size(), -1);
+void allocate_partial_rows(const Chunking& chunking, int tile_rows, std::vector<int64_t>& base,
+                           int64_t& total_rows) {
+  base.assign(chunking.chunks_per_tile.size(), -1);
   total_rows = 0;
   for (size_t t = 0; t < base.size(); ++t) {
     if (chunking.chunks_per_tile[t] < 2) continue;
@@ -665,7 +695,6 @@ std::vector<int64_t> allocate_partial_rows(const Chunking& chunking, int tile_ro
     throw Error(ErrorCode::kUnsupported,
                 fmt::format("make_plan: the plan needs {} partial rows; at most {} are supported "
                             "(use fewer CTAs or a smaller batch)", total_rows, kInt32Max));
-  return base;
 }
 
 void fill_work(const PlanInput& in, const std::vector<Tile>& tiles, const Candidate& chosen,
@@ -674,7 +703,7 @@ void fill_work(const PlanInput& in, const std::vector<Tile>& tiles, const Candid
   if (chunking.chunks.size() > static_cast<size_t>(kInt32Max))
     throw Error(ErrorCode::kUnsupported, fmt::format("make_plan: {} work items exceed int32",
                                                      chunking.chunks.size()));
-  std::vector<int> order;
+  std::vector<int>& order = thread_scratch().order;
   plan.work_indptr = bucket_by_bin(chosen.assignment.bin_of, g.grid_y, order);
   plan.work_items.resize(order.size());
   for (size_t k = 0; k < order.size(); ++k) {
@@ -694,8 +723,11 @@ void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunk
   for (size_t t = 0; t < tiles.size(); ++t) {
     if (chunking.chunks_per_tile[t] >= 2) piece_count += (tiles[t].rows + kMergePieceRows - 1) / kMergePieceRows;
   }
-  std::vector<MlaMergeRecord> pieces;
-  std::vector<int64_t> costs;
+  Scratch& scratch = thread_scratch();
+  std::vector<MlaMergeRecord>& pieces = scratch.pieces;
+  std::vector<int64_t>& costs = scratch.costs;
+  pieces.clear();
+  costs.clear();
   pieces.reserve(piece_count);
   costs.reserve(piece_count);
   for (size_t t = 0; t < tiles.size(); ++t) {
@@ -713,9 +745,9 @@ void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunk
     }
   }
   const int ctas = g.cluster_size * g.grid_y;
-  Assignment assignment;
-  assign_longest_first(costs, ctas, assignment, thread_scratch().longest_first);
-  std::vector<int> order;
+  Assignment& assignment = scratch.pieces_assignment;
+  assign_longest_first(costs, ctas, assignment, scratch.longest_first);
+  std::vector<int>& order = scratch.order;
   plan.merge_indptr = bucket_by_bin(assignment.bin_of, ctas, order);
   plan.merge_records.reserve(order.size());
   for (int p : order) plan.merge_records.push_back(pieces[p]);
@@ -757,15 +789,20 @@ Plan make_plan(const PlanInput& input) {
   plan.tile_rows = input.cta_tile_q * plan.cluster_size;
   const Geometry g{plan.cluster_size, plan.grid_y, plan.tile_rows, input.kv_tile};
 
-  const std::vector<Tile> tiles = build_tiles(input, plan.tile_rows);
+  Scratch& scratch = thread_scratch();
+  std::vector<Tile>& tiles = scratch.tiles;
+  build_tiles(input, plan.tile_rows, tiles);
   // Batch-invariant: the cut depends on the tile alone (full pieces from the request's start,
   // then the remainder); only where the pieces run is left to the balance.
-  const Candidate chosen = input.fixed_chunk_tokens > 0
-                               ? cut_tiles(tiles, input.fixed_chunk_tokens, CutStyle::kRemainder, g)
-                               : choose_chunking(tiles, g);
+  Candidate& chosen = scratch.chosen;
+  if (input.fixed_chunk_tokens > 0) {
+    cut_tiles(tiles, input.fixed_chunk_tokens, CutStyle::kRemainder, g, chosen);
+  } else {
+    choose_chunking(tiles, g, chosen);
+  }
   plan.kv_chunk = chosen.chunking.max_len;
-  const std::vector<int64_t> partial_base =
-      allocate_partial_rows(chosen.chunking, plan.tile_rows, plan.partial_rows);
+  std::vector<int64_t>& partial_base = scratch.partial_base;
+  allocate_partial_rows(chosen.chunking, plan.tile_rows, partial_base, plan.partial_rows);
   fill_work(input, tiles, chosen, partial_base, g, plan);
   fill_merge(input, tiles, chosen.chunking, partial_base, g, plan);
   log_plan(input, plan);
