@@ -247,10 +247,16 @@ void check_costs(const Plan& plan) {
     }
     REQUIRE(plan.cta_cost[y] == sum);
   }
-  // Longest-first keeps the pairs within one item of each other; filling the pairs in order
-  // may also leave a pair the room of one more item's fixed cost and shortest chunk.
-  const auto [least, most] = std::minmax_element(plan.cta_cost.begin(), plan.cta_cost.end());
-  REQUIRE(*most - *least <= largest_item + kItemOverheadTokens + kMinChunkTokens);
+  // The busiest pair is at most one item (with an item's fixed cost and shortest chunk of
+  // slack) above the mean: longest-first puts each item on the least loaded pair, which is at
+  // or below the mean, and a pour at its smallest capacity fills every pair but the last one
+  // above the mean. The least loaded pair can be further below: a pour may leave the last
+  // pair a single item (seed 4281473746, trial 2479: 7 pairs of 502-582 tokens and one of 187).
+  const int64_t pairs = static_cast<int64_t>(plan.cta_cost.size());
+  const int64_t total = std::accumulate(plan.cta_cost.begin(), plan.cta_cost.end(), int64_t{0});
+  const int64_t busiest = *std::max_element(plan.cta_cost.begin(), plan.cta_cost.end());
+  const int64_t slack = largest_item + kItemOverheadTokens + kMinChunkTokens;
+  REQUIRE(busiest * pairs <= total + pairs * slack);
 }
 
 bool same_items(const std::vector<MlaWorkItem>& a, const std::vector<MlaWorkItem>& b) {
