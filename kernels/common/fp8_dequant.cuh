@@ -11,7 +11,7 @@ struct e4m3_t {
   unsigned char bits;
 };
 
-// Two e4m3 codes (low byte first) as an f16 pair, times `kF16PairFactor` of the result.
+// Two e4m3 codes (low byte first) as an f16 pair: their values divided by `kF16PairFactor`.
 #if __CUDA_ARCH__ >= 890
 // Ada and later convert pairs in one instruction, exactly.
 constexpr float kF16PairFactor = 1.0f;
@@ -32,10 +32,10 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two_codes) {
 }
 #endif
 
-// Scale of one KV operand: the caller's device value when given, else the float; with the
-// f16 pair factor folded in.
+// Scale of one KV operand: the caller's device value when given, else the float; times the
+// f16 pair factor, so that a converted pair times it is the dequantized value.
 __device__ __forceinline__ float dequant_factor(const float* device_scale, float scale) {
-  return (device_scale != nullptr ? *device_scale : scale) * (1.0f / kF16PairFactor);
+  return (device_scale != nullptr ? *device_scale : scale) * kF16PairFactor;
 }
 
 // 16 e4m3 codes (one 16-byte chunk, words[0] holding codes 0-3) times `factor`

@@ -129,6 +129,30 @@ TEST_CASE("e4m3 KV: head dims 256/32, split and concatenated (288-wide)", "[gpu]
   check_fp8(joined);
 }
 
+// Tiles of at most 16 query rows (up to 16 heads of one token, 8 of two) read the codes
+// straight from shared memory on tier 1: Q reordered, f16 products, scales on the fp32 scores
+// and O, a ring of four stages. Long requests wrap the ring many times; kv lengths that are
+// not multiples of 64 end on a masked tile.
+TEST_CASE("e4m3 KV: tiles of at most 16 rows (1, 8 causal q2, 16 heads) read codes directly",
+          "[gpu][fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  auto one_head = make_random_case("e4m3 narrow H1 page64 bf16 float-scale", fp8_shape(1, 64), 3,
+                                   1, 1, 5000, 2501);
+  check_fp8(one_head);
+  auto two_tokens = make_random_case("e4m3 narrow H8 causal q2 page16 f16 dev-scale",
+                                     fp8_shape(8, 16, DType::kFloat16, true), 4, 2, 1, 3000, 2502);
+  two_tokens.kv_scales_on_device = true;
+  check_fp8(two_tokens);
+  auto long_rows = make_random_case("e4m3 narrow H16 page64 bf16 dev-scale long",
+                                    fp8_shape(16, 64), 3, 1, 4000, 9000, 2503);
+  long_rows.kv_scales_on_device = true;
+  check_fp8(long_rows);
+  auto small_dims = make_random_case("e4m3 narrow 256/32 H16 page1 f16 float-scale",
+                                     fp8_shape(16, 1, DType::kFloat16, false, 256, 32), 3, 1, 1,
+                                     2000, 2504);
+  check_fp8(small_dims);
+}
+
 TEST_CASE("e4m3 KV: a device scale is read when the kernel runs, also from a captured graph",
           "[gpu][fp8]") {
   MLAJIT_REQUIRE_GPU();
@@ -173,8 +197,9 @@ TEST_CASE("e4m3 KV: a device scale is read when the kernel runs, also from a cap
 namespace mlajit {
 
 // Small e4m3 shapes for compute-sanitizer (racecheck sees the in-place expansion of a KV tile
-// over its own codes): each tier at 16 heads (narrow rows) and 128 (wide), hidden from the
-// default run.
+// over its own codes, and the narrow rows' ring of codes): each tier at 16 and 128 heads with
+// two tokens (wide rows), and tier 1 with one token at 16 heads (narrow rows), hidden from
+// the default run.
 TEST_CASE("e4m3 KV: one small shape per tier and row layout", "[.sanitize-fp8]") {
   MLAJIT_REQUIRE_GPU();
   uint64_t seed = 2900;
@@ -188,6 +213,11 @@ TEST_CASE("e4m3 KV: one small shape per tier and row layout", "[.sanitize-fp8]")
       check_fp8(check);
     }
   }
+  // Tier 1 with 16 heads of one token: the narrow rows that read codes through the 4-stage ring.
+  auto narrow = make_random_case("sanitize e4m3 tier 1 H16 q1 (codes)", fp8_shape(16, 16), 2, 1,
+                                 300, 700, ++seed);
+  narrow.options.force_tier = 1;
+  check_fp8(narrow);
 }
 
 }  // namespace mlajit
