@@ -12,14 +12,14 @@
 //    its warp's 16 rows. Either way a thread holds 128 fp32 accumulators of O at CKV = 512.
 //  - NarrowRows (tiles of at most 16 valid rows: decode with <= 16 heads): all 8 warps share
 //    rows 0-15, splitting the KV tile's columns in QK and the output dims in PV.
-//  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache. An e4m3
-//    cache lands in the top half of its stage and is dequantized in place (dequantize_kv) for
-//    WideRows; NarrowRows reads its codes from a ring of twice as many stages and converts
-//    them in registers (KvRing, fp8_fragments.cuh).
+//  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache (KvRing). An
+//    e4m3 cache lands in the top half of its stage and is dequantized in place (dequantize_kv).
+//  - NarrowStreams (tiles of at most 16 rows over an e4m3 cache, narrow_streams.cuh): the two
+//    warpgroups take alternate KV tiles as two independent streams, read the codes and
+//    convert them in registers, and merge their softmax states at the end.
 // The host contract (work items, merge records, phases) is in mla_params.cuh.
 #pragma once
 #include "common/fp8_dequant.cuh"
-#include "common/fp8_fragments.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
 #include "common/mla_params.cuh"
@@ -39,15 +39,6 @@ struct SameType {
 template <typename A>
 struct SameType<A, A> {
   static constexpr bool value = true;
-};
-
-template <bool B, typename T, typename F>
-struct IfType {
-  using type = T;
-};
-template <typename T, typename F>
-struct IfType<false, T, F> {
-  using type = F;
 };
 
 // Which tiles take the NarrowRows layout (tiles of at most 16 valid rows).
@@ -97,6 +88,9 @@ struct MlaConfig {
   static constexpr bool kNarrowTiles =
       NARROW_TILES == NarrowTiles::kEveryTier ||
       (NARROW_TILES == NarrowTiles::kLargeTier && KV_TILE >= 64 && NUM_STAGES >= 2);
+  // Narrow tiles over an e4m3 cache run as two streams reading codes (narrow_streams.cuh)
+  // where two 16-bit stages hold their four stages of codes; else they expand the codes.
+  static constexpr bool kNarrowStreams = kNarrowTiles && kFp8Kv && NUM_STAGES == 2 && KV_TILE % 32 == 0;
 
   static constexpr int kThreads = 256;
   static constexpr int kWarpsPerGroup = 4;
@@ -221,31 +215,6 @@ struct SmemMap {
   __device__ __forceinline__ uint32_t kpe_p(int stage) const { return kpe_p0 + stage * C::kKpePStageBytes; }
 };
 
-// The KV stage ring of a row layout: how many tiles its pipeline holds and where each lands.
-// The config's ring (CODES false) holds kStages tiles in Q's 16-bit type; an e4m3 tile lands
-// in the top half of its stage and is expanded there. A layout that reads an e4m3 cache's
-// codes directly (CODES) splits the same shared memory into twice as many stages of codes,
-// so twice the tiles are in flight; its P tile (16 rows) overlays the stage's kpe codes.
-template <typename C, bool CODES>
-struct KvRing {
-  static constexpr int kStages = CODES ? 2 * C::kStages : C::kStages;
-  static constexpr int kCkvStride = CODES ? C::kKvTile * C::kHeadDimCkv : C::kCkvStageBytes;
-  static constexpr int kKpeStride = CODES ? C::kKpePStageBytes / 2 : C::kKpePStageBytes;
-  static constexpr int kCkvLanding = CODES ? 0 : C::kCkvLandingOffset;
-  static constexpr int kKpeLanding = CODES ? 0 : C::kKpeLandingOffset;
-  static_assert(!CODES || (C::kFp8Kv && 2 * kCkvStride == C::kCkvStageBytes &&
-                           C::kKvTile * C::kHeadDimKpe <= kKpeStride &&
-                           C::kNarrowRows * C::kKvTile * 2 <= kKpeStride),
-                "two stages of e4m3 codes (and a 16-row P tile) fit one 16-bit stage");
-
-  __device__ __forceinline__ static uint32_t ckv(const SmemMap<C>& sm, int stage) {
-    return sm.ckv0 + stage * kCkvStride;
-  }
-  __device__ __forceinline__ static uint32_t kpe_p(const SmemMap<C>& sm, int stage) {
-    return sm.kpe_p0 + stage * kKpeStride;
-  }
-};
-
 struct ThreadRole {
   int tid, lane, warp, group;  // warp: index within the warpgroup
 
@@ -281,6 +250,24 @@ struct ThreadRole {
 
   // Dim quarter of this warp in PV (row halves).
   __device__ __forceinline__ int pv_quarter() const { return 2 * group + (warp & 1); }
+};
+
+// The KV stage ring of the row layouts that the whole CTA runs: kStages tiles in Q's 16-bit
+// type, loaded by all threads, tile t in stage t % kStages; an e4m3 tile lands in the top half
+// of its stage and is expanded there. (NarrowStreams has a ring per stream.)
+template <typename C>
+struct KvRing {
+  static constexpr int kStages = C::kStages;
+  static constexpr int kLoaders = C::kThreads;  // threads that copy one tile
+  static constexpr int kTileStride = 1;         // tiles between two of this ring
+  static constexpr int kCkvLanding = C::kCkvLandingOffset;
+  static constexpr int kKpeLanding = C::kKpeLandingOffset;
+
+  __device__ __forceinline__ static int first_tile(const ThreadRole&) { return 0; }
+  __device__ __forceinline__ static int stage_of(const ThreadRole&, int tile) { return tile % kStages; }
+  __device__ __forceinline__ static uint32_t ckv(const SmemMap<C>& sm, int stage) { return sm.ckv(stage); }
+  __device__ __forceinline__ static uint32_t kpe_p(const SmemMap<C>& sm, int stage) { return sm.kpe_p(stage); }
+  __device__ __forceinline__ static void sync(const ThreadRole&) { __syncthreads(); }
 };
 
 // What one CTA does for one work item, derived once.
@@ -385,20 +372,29 @@ __device__ __forceinline__ int32_t page_of(const MlaParams& p, const TileContext
 template <typename C>
 struct KvPageIds {
   static constexpr int kRowsPerWarp = 32 / C::kLanesPerRow;
-  static_assert(kRowsPerWarp * C::kKvPasses <= 32, "a warp's row ids fit one register per lane");
   int32_t id;
 };
 
-template <typename C>
+// How a ring's loader threads cover a tile: 8 lanes a row, kRowsPerPass rows a pass.
+template <typename C, typename Ring>
+struct KvLoaders {
+  static constexpr int kRowsPerPass = Ring::kLoaders / C::kLanesPerRow;
+  static constexpr int kPasses = (C::kKvTile + kRowsPerPass - 1) / kRowsPerPass;
+  static_assert(KvPageIds<C>::kRowsPerWarp * kPasses <= 32, "a warp's row ids fit one register per lane");
+  __device__ __forceinline__ static int tid(const ThreadRole& role) { return role.tid % Ring::kLoaders; }
+};
+
+template <typename C, typename Ring>
 __device__ __forceinline__ KvPageIds<C> fetch_page_ids(const MlaParams& p, const TileContext& t,
                                                        const ThreadRole& role, int tile) {
+  using L = KvLoaders<C, Ring>;
   constexpr int kPerWarp = KvPageIds<C>::kRowsPerWarp;
   const int pass = role.lane / kPerWarp;
-  const int row = (role.tid / 32) * kPerWarp + role.lane % kPerWarp + pass * C::kRowsPerPass;
+  const int row = (L::tid(role) / 32) * kPerWarp + role.lane % kPerWarp + pass * L::kRowsPerPass;
   const int32_t token = t.kv_start + tile * C::kKvTile + row;
   KvPageIds<C> ids;
   ids.id = 0;
-  if (pass < C::kKvPasses && row < C::kKvTile && token < t.kv_stop) ids.id = page_of(p, t, token);
+  if (pass < L::kPasses && row < C::kKvTile && token < t.kv_stop) ids.id = page_of(p, t, token);
   return ids;
 }
 
@@ -411,17 +407,18 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
                                         const TileContext& t, const ThreadRole& role, int tile,
                                         int stage, KvPageIds<C> ids = KvPageIds<C>{0}) {
   using KVType = typename C::KVType;
+  using L = KvLoaders<C, Ring>;
   const int lane8 = role.tid % C::kLanesPerRow;
   const uint32_t ckv_dst = Ring::ckv(sm, stage) + Ring::kCkvLanding;
   const uint32_t kpe_dst = Ring::kpe_p(sm, stage) + Ring::kKpeLanding;
 #pragma unroll
-  for (int pass = 0; pass < C::kKvPasses; ++pass) {
-    const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+  for (int pass = 0; pass < L::kPasses; ++pass) {
+    const int row = L::tid(role) / C::kLanesPerRow + pass * L::kRowsPerPass;
     int32_t prefetched = 0;
     if constexpr (PREFETCHED) {
       prefetched = __shfl_sync(0xffffffffu, ids.id, pass * KvPageIds<C>::kRowsPerWarp + role.lane / C::kLanesPerRow);
     }
-    if (C::kKvTile % C::kRowsPerPass == 0 || row < C::kKvTile) {
+    if (C::kKvTile % L::kRowsPerPass == 0 || row < C::kKvTile) {
       const int32_t token = t.kv_start + tile * C::kKvTile + row;
       const bool valid = token < t.kv_stop;
       int64_t page = 0;
@@ -464,24 +461,27 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
 // memory for every thread. With one stage there is nothing to overlap: the single buffer is
 // refilled after everyone has finished with it. With page ids fetched ahead, `ids` holds those
 // of the tile loaded here and is refilled with those of the tile after it.
+// Ring::sync is the barrier of the threads that share the ring; the tiles of a ring are
+// Ring::kTileStride apart.
 template <typename C, typename Ring>
 __device__ __forceinline__ void advance_pipeline(const MlaParams& p, const SmemMap<C>& sm,
                                                  const TileContext& t, const ThreadRole& role,
                                                  int tile, KvPageIds<C>& ids) {
+  constexpr int kStride = Ring::kTileStride;
   if constexpr (Ring::kStages == 1) {
-    __syncthreads();
-    load_kv<C, Ring, C::kPageIdsAhead>(p, sm, t, role, tile, 0, ids);
+    Ring::sync(role);
+    load_kv<C, Ring, C::kPageIdsAhead>(p, sm, t, role, tile, Ring::stage_of(role, tile), ids);
     cp_async_commit();
-    if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C>(p, t, role, tile + 1);
+    if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C, Ring>(p, t, role, tile + kStride);
     cp_async_wait<0>();
-    __syncthreads();
+    Ring::sync(role);
   } else {
     cp_async_wait<Ring::kStages - 2>();
-    __syncthreads();  // tile visible to all; the stage refilled below is no longer read
-    const int ahead = tile + Ring::kStages - 1;
+    Ring::sync(role);  // tile visible to all; the stage refilled below is no longer read
+    const int ahead = tile + (Ring::kStages - 1) * kStride;
     if (ahead < t.num_tiles) {
-      load_kv<C, Ring, C::kPageIdsAhead>(p, sm, t, role, ahead, ahead % Ring::kStages, ids);
-      if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C>(p, t, role, ahead + 1);
+      load_kv<C, Ring, C::kPageIdsAhead>(p, sm, t, role, ahead, Ring::stage_of(role, ahead), ids);
+      if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C, Ring>(p, t, role, ahead + kStride);
     }
     cp_async_commit();  // possibly empty: keeps the group count uniform
   }
@@ -492,7 +492,9 @@ template <typename C, typename Ring>
 __device__ __forceinline__ KvPageIds<C> first_page_ids(const MlaParams& p, const TileContext& t,
                                                        const ThreadRole& role) {
   KvPageIds<C> ids{0};
-  if constexpr (C::kPageIdsAhead) ids = fetch_page_ids<C>(p, t, role, Ring::kStages - 1);
+  if constexpr (C::kPageIdsAhead) {
+    ids = fetch_page_ids<C, Ring>(p, t, role, Ring::first_tile(role) + (Ring::kStages - 1) * Ring::kTileStride);
+  }
   return ids;
 }
 
@@ -725,8 +727,6 @@ struct WideRows {
   static constexpr int kQkBlocks = C::kQkBlocks;
   using Scores = float[kQkBlocks][QkBlock<kQkN>::kAccs];
   using State = SoftmaxState<C, C::kPvBlocks>;
-  static constexpr bool kReadsCodes = false;  // an e4m3 tile is expanded (dequantize_kv)
-  using Ring = KvRing<C, false>;
   static constexpr int kLseRows = C::kPvRows;
   static constexpr int kOutMTiles = C::kPvMTiles;
   static constexpr int kOutDimBlocks = C::kPvDimBlocks;
@@ -925,14 +925,6 @@ struct NarrowRows {
   static constexpr int kLseRows = 2;
   static constexpr int kOutMTiles = 1;
   static constexpr int kOutDimBlocks = C::kNarrowPvBlocks;
-  // An e4m3 cache is read as codes and converted in registers (fp8_fragments.cuh): its tiles
-  // are never expanded, Q is reordered to the code fragments' k order once per item, the mma
-  // runs in f16 (P too) and the scales multiply the fp32 scores and O.
-  static constexpr bool kReadsCodes = C::kFp8Kv;
-  using Ring = KvRing<C, kReadsCodes>;
-  using PType = typename IfType<kReadsCodes, f16_t, typename C::MmaType>::type;
-  // 16-dim code chunks of this warp's output dims (PV with codes).
-  static constexpr int kPvCodeChunks = C::kHeadDimCkv / 16 / C::kWarps;
 
   __device__ __forceinline__ static bool computes_scores(const ThreadRole& role) {
     return C::kNarrowQkWarps == C::kWarps || role.cta_warp() < C::kNarrowQkWarps;
@@ -998,10 +990,6 @@ struct NarrowRows {
   __device__ __forceinline__ static void compute_pv(const Scores&, State& st, const SmemMap<C>& sm,
                                                     int stage, const ThreadRole& role) {
     __syncthreads();  // every warp's P is in shared memory
-    if constexpr (kReadsCodes) {
-      compute_pv_codes(st, sm, stage, role);
-      return;
-    }
     const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
                                                 role.cta_warp() * (C::kCkvChunks / C::kWarps) + role.lane / 16);
     const uint32_t p_base = sm.kpe_p(stage);
@@ -1035,155 +1023,19 @@ struct NarrowRows {
     }
   }
 
-
-  // Stage: order_q (e4m3 codes). Rows 0-15 of Q in shared memory to f16 in the K code
-  // fragments' k order (order_q_step), once per item, after Q has landed.
-  __device__ __forceinline__ static void order_q(const SmemMap<C>& sm, const ThreadRole& role) {
-    order_q_operand<C::kCkvChunks>(sm.q_nope, role);
-    order_q_operand<C::kKpeChunks>(sm.q_pe, role);
-    __syncthreads();
-  }
-
-  // Stage: compute_qk (e4m3 codes). Scores = ckv factor * (q_nope . ckv codes) + kpe factor *
-  // (q_pe . kpe codes), the codes converted to f16 in registers.
-  __device__ __forceinline__ static void compute_qk_codes(Scores& s, const SmemMap<C>& sm, int stage,
-                                                          const KvDequant& f, const ThreadRole& role) {
-    Scores pe;
-#pragma unroll
-    for (int b = 0; b < kQkBlocks; ++b)
-#pragma unroll
-      for (int r = 0; r < QkBlock<kQkN>::kAccs; ++r) s[b][r] = pe[b][r] = 0.f;
-    accumulate_qk_codes<C::kKpeChunks, C::kKpeLoadChunks>(pe, sm.q_pe, Ring::kpe_p(sm, stage), role);
-    accumulate_qk_codes<C::kCkvChunks, C::kCkvLoadChunks>(s, sm.q_nope, Ring::ckv(sm, stage), role);
-#pragma unroll
-    for (int b = 0; b < kQkBlocks; ++b)
-#pragma unroll
-      for (int r = 0; r < QkBlock<kQkN>::kAccs; ++r) s[b][r] = fmaf(s[b][r], f.ckv, pe[b][r] * f.kpe);
-  }
-
-  // O (16 rows x this warp's dims, dims 4c..4c+3 of each chunk a lane: fp8_fragments.cuh)
-  // times `factor` into the output staging tile.
-  __device__ __forceinline__ static void stage_output_codes(const State& st, const SmemMap<C>& sm,
-                                                            float factor, const ThreadRole& role) {
-    using OType = typename C::OType;
-#pragma unroll
-    for (int b = 0; b < kPvCodeChunks; ++b) {
-      const int dim = 16 * (role.cta_warp() * kPvCodeChunks + b) + 4 * (role.lane % 4);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const uint32_t lo = Dtype16<OType>::pack(st.o[b][2 * j] * factor, st.o[b][4 + 2 * j] * factor);
-        const uint32_t hi = Dtype16<OType>::pack(st.o[b][1 + 2 * j] * factor, st.o[b][5 + 2 * j] * factor);
-        const uint32_t addr = sm.o + Swizzle<C::kOChunks>::byte_offset(acc_row(role, j), dim / C::kOChunkElems) +
-                              (dim % C::kOChunkElems) * 2;
-        asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(lo), "r"(hi) : "memory");
-      }
-    }
-  }
-
  private:
-  // Q_CHUNKS 16-bit chunks a row of one Q operand, rows 0-15, two chunks (a k-step) a unit.
-  template <int Q_CHUNKS>
-  __device__ __forceinline__ static void order_q_operand(uint32_t q_base, const ThreadRole& role) {
-    constexpr int kSteps = Q_CHUNKS / 2;
-    constexpr int kUnits = C::kNarrowRows * kSteps;
-#pragma unroll
-    for (int i = 0; i < (kUnits + C::kThreads - 1) / C::kThreads; ++i) {
-      const int unit = role.tid + i * C::kThreads;
-      if (kUnits % C::kThreads != 0 && unit >= kUnits) break;
-      const int row = unit / kSteps, step = unit % kSteps;
-      const uint32_t lo_addr = q_base + Swizzle<Q_CHUNKS>::byte_offset(row, 2 * step);
-      const uint32_t hi_addr = q_base + Swizzle<Q_CHUNKS>::byte_offset(row, 2 * step + 1);
-      uint32_t lo[4], hi[4];
-      load_shared_16(lo_addr, lo);
-      load_shared_16(hi_addr, hi);
-      order_q_step<typename C::QType>(lo, hi);
-      store_shared_16(lo_addr, lo[0], lo[1], lo[2], lo[3]);
-      store_shared_16(hi_addr, hi[0], hi[1], hi[2], hi[3]);
-    }
-  }
-
-  // s += Q (ordered, f16) . K codes^T over one operand pair, CODE_CHUNKS 16-code chunks a row:
-  // one ldmatrix of K codes serves up to four k-steps.
-  template <int Q_CHUNKS, int CODE_CHUNKS>
-  __device__ __forceinline__ static void accumulate_qk_codes(Scores& s, uint32_t q_base, uint32_t k_base,
-                                                             const ThreadRole& role) {
-    constexpr int kPerLoad = CODE_CHUNKS >= 4 ? 4 : CODE_CHUNKS;
-    static_assert(Q_CHUNKS == 2 * CODE_CHUNKS && CODE_CHUNKS % kPerLoad == 0 && kPerLoad >= 2,
-                  "a code chunk is one k-step of two 16-bit Q chunks");
-    const FragmentAddress<Q_CHUNKS> q_addr(role.lane % 16, role.lane / 16);
-    const FragmentAddress<CODE_CHUNKS, kPerLoad> k_addr(qk_col0(role) + role.lane % 8, (role.lane / 8) % kPerLoad);
-#pragma unroll
-    for (int load = 0; load < CODE_CHUNKS / kPerLoad; ++load) {
-      uint32_t k[kQkBlocks][4];
-#pragma unroll
-      for (int b = 0; b < kQkBlocks; ++b) {
-        const uint32_t addr = k_base + k_addr.step(load) + b * kQkN * CODE_CHUNKS * 16;
-        if constexpr (kPerLoad == 4) {
-          ldmatrix_x4(k[b], addr);
-        } else {
-          uint32_t two[2];
-          ldmatrix_x2(two, addr);
-          k[b][0] = two[0];
-          k[b][1] = two[1];
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < kPerLoad; ++i) {
-        uint32_t a[4];
-        ldmatrix_x4(a, q_base + q_addr.step(load * kPerLoad + i));
-#pragma unroll
-        for (int b = 0; b < kQkBlocks; ++b) {
-          uint32_t b0, b1;
-          k_code_pairs(k[b][i], b0, b1);
-          mma_16x8x16<f16_t>(s[b], a, b0, b1);
-        }
-      }
-    }
-  }
-
-  // o(16 rows x this warp's dims) += P (f16, from shared memory) . V codes; each 16-dim chunk
-  // is an even-dim and an odd-dim n8 block (fp8_fragments.cuh), o[b][0..3] and o[b][4..7].
-  __device__ __forceinline__ static void compute_pv_codes(State& st, const SmemMap<C>& sm, int stage,
-                                                          const ThreadRole& role) {
-    static_assert(kPvCodeChunks % 2 == 0 && kPvCodeChunks == C::kNarrowPvBlocks,
-                  "a warp's dims are pairs of 16-dim chunks, one accumulator block each");
-    const FragmentAddress<C::kCkvLoadChunks> v_addr(role.lane % 16,
-                                                    role.cta_warp() * kPvCodeChunks + role.lane / 16);
-    const uint32_t p_base = Ring::kpe_p(sm, stage);
-#pragma unroll
-    for (int kk = 0; kk < C::kKvTile / 16; ++kk) {
-      uint32_t p[4];
-      ldmatrix_x4(p, p_base + PSwizzle<C>::byte_offset(role.lane % 16, 2 * kk + role.lane / 16));
-      const uint32_t rows = Ring::ckv(sm, stage) + kk * 16 * C::kCkvLoadChunks * 16;
-#pragma unroll
-      for (int h = 0; h < kPvCodeChunks / 2; ++h) {
-        uint32_t v[4];  // tokens 0-7 and 8-15 of chunk 2h, then of chunk 2h + 1
-        ldmatrix_x4_trans(v, rows + v_addr.step(h));
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          uint32_t even0, odd0, even1, odd1;
-          v_code_pairs(v[2 * c], even0, odd0);
-          v_code_pairs(v[2 * c + 1], even1, odd1);
-          mma_16x8x16<f16_t>(st.o[2 * h + c], p, even0, even1);
-          mma_16x8x16<f16_t>(st.o[2 * h + c] + 4, p, odd0, odd1);
-        }
-      }
-    }
-  }
-
-
   // This warp's probabilities into rows 0-15 of the stage's P tile (free: every warp is past QK,
   // by the barrier of the max exchange).
   __device__ __forceinline__ static void store_probabilities(const Scores& s, const SmemMap<C>& sm,
                                                              int stage, const ThreadRole& role) {
-    const uint32_t p_base = Ring::kpe_p(sm, stage);
+    const uint32_t p_base = sm.kpe_p(stage);
 #pragma unroll
     for (int b = 0; b < kQkBlocks; ++b) {
       const int chunk = role.cta_warp() * kQkBlocks + b;
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const uint32_t addr = p_base + PSwizzle<C>::byte_offset(acc_row(role, j), chunk) + 4 * (role.lane % 4);
-        const uint32_t v = Dtype16<PType>::pack(s[b][2 * j], s[b][2 * j + 1]);
+        const uint32_t v = Dtype16<typename C::MmaType>::pack(s[b][2 * j], s[b][2 * j + 1]);
         asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
       }
     }
@@ -1223,9 +1075,8 @@ __device__ __forceinline__ void compute_qk(typename Rows::Scores& s, const SmemM
   for (int b = 0; b < Rows::kQkBlocks; ++b)
 #pragma unroll
     for (int r = 0; r < QkBlock<Rows::kQkN>::kAccs; ++r) s[b][r] = 0.f;
-  using Ring = typename Rows::Ring;
-  accumulate_qk<C, Rows, C::kKpeChunks>(s, sm.q_pe, Ring::kpe_p(sm, stage), role);
-  accumulate_qk<C, Rows, C::kCkvChunks>(s, sm.q_nope, Ring::ckv(sm, stage), role);
+  accumulate_qk<C, Rows, C::kKpeChunks>(s, sm.q_pe, sm.kpe_p(stage), role);
+  accumulate_qk<C, Rows, C::kCkvChunks>(s, sm.q_nope, sm.ckv(stage), role);
 }
 
 // Tokens below unmasked_end are visible to every row of the tile.
@@ -1293,19 +1144,15 @@ __device__ __forceinline__ void write_output(const MlaParams& p, typename Rows::
   // `role`, the compiler hoists all of them to the kernel's start and, at 255 registers in the
   // wide tier-1 loop, keeps them in local memory.
   const ThreadRole fresh = ThreadRole::make_fresh();
-  if constexpr (Rows::kReadsCodes) {
-    Rows::stage_output_codes(st, sm, KvDequant::make(p).ckv, fresh);
-  } else {
-    const int ochunk0 = Rows::out_chunk0(fresh);
+  const int ochunk0 = Rows::out_chunk0(fresh);
 #pragma unroll
-    for (int i = 0; i < Rows::kOutMTiles; ++i) {
-      const int orow = Rows::out_row(fresh, i);
+  for (int i = 0; i < Rows::kOutMTiles; ++i) {
+    const int orow = Rows::out_row(fresh, i);
 #pragma unroll
-      for (int b = 0; b < Rows::kOutDimBlocks; ++b) {
-        uint32_t packed[4];
-        pack_fragment<typename C::OType>(packed, st.o[i * Rows::kOutDimBlocks + b]);
-        stmatrix_x4(sm.o + OSwizzle::byte_offset(orow, ochunk0 + 2 * b + role.lane / 16), packed);
-      }
+    for (int b = 0; b < Rows::kOutDimBlocks; ++b) {
+      uint32_t packed[4];
+      pack_fragment<typename C::OType>(packed, st.o[i * Rows::kOutDimBlocks + b]);
+      stmatrix_x4(sm.o + OSwizzle::byte_offset(orow, ochunk0 + 2 * b + role.lane / 16), packed);
     }
   }
   const bool partial = t.partial_row >= 0;
@@ -1327,14 +1174,15 @@ __device__ __forceinline__ void write_output(const MlaParams& p, typename Rows::
   store_output_rows<C>(p, sm, t, role);
 }
 
-// Q and the first Ring::kStages - 1 KV tiles on their way (Q joins the first tile's group).
+// Q and the ring's first kStages - 1 KV tiles on their way (Q joins the first tile's group).
 template <typename C, typename Ring>
 __device__ __forceinline__ void start_pipeline(const MlaParams& p, const SmemMap<C>& sm, const TileContext& t,
                                                const ThreadRole& role) {
   load_q<C>(p, sm, t, role);
 #pragma unroll
-  for (int tile = 0; tile < Ring::kStages - 1; ++tile) {
-    if (tile < t.num_tiles) load_kv<C, Ring>(p, sm, t, role, tile, tile);
+  for (int i = 0; i < Ring::kStages - 1; ++i) {
+    const int tile = Ring::first_tile(role) + i * Ring::kTileStride;
+    if (tile < t.num_tiles) load_kv<C, Ring>(p, sm, t, role, tile, Ring::stage_of(role, tile));
     cp_async_commit();
   }
 }
@@ -1345,7 +1193,7 @@ __device__ __forceinline__ void attend(const MlaParams& p, const SmemMap<C>& sm,
   // Addresses derived from the thread index are recomputed per work item: derived from the
   // kernel's ThreadRole they are hoisted to its start, stay live across every KV loop copy and
   // spill at 255 registers (and the wide loop ran 5% slower with them).
-  using Ring = typename Rows::Ring;
+  using Ring = KvRing<C>;
   const ThreadRole role = ThreadRole::make_fresh();
   if (t.num_tiles > 0) start_pipeline<C, Ring>(p, sm, t, role);
   typename Rows::State st;
@@ -1354,19 +1202,11 @@ __device__ __forceinline__ void attend(const MlaParams& p, const SmemMap<C>& sm,
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     advance_pipeline<C, Ring>(p, sm, t, role, tile, ids);
-    const int stage = tile % Ring::kStages;
-    if constexpr (Rows::kReadsCodes) {
-      if (tile == 0) Rows::order_q(sm, role);
-    } else if constexpr (C::kFp8Kv) {
-      dequantize_kv<C>(sm, stage, KvDequant::make(p), role);
-    }
+    const int stage = tile % C::kStages;
+    if constexpr (C::kFp8Kv) dequantize_kv<C>(sm, stage, KvDequant::make(p), role);
     typename Rows::Scores s;
     if (Rows::computes_scores(role)) {
-      if constexpr (Rows::kReadsCodes) {
-        Rows::compute_qk_codes(s, sm, stage, KvDequant::make(p), role);
-      } else {
-        compute_qk<C, Rows>(s, sm, stage, role);
-      }
+      compute_qk<C, Rows>(s, sm, stage, role);
       if (tile_needs_mask<C>(t, tile)) mask_scores<C, Rows>(s, t, tile, role);
     }
     Rows::update_softmax_state(s, st, sm, stage, p.sm_scale_log2, role);
@@ -1378,6 +1218,12 @@ __device__ __forceinline__ void attend(const MlaParams& p, const SmemMap<C>& sm,
   write_output<C, Rows>(p, st, lse, sm, t, role);
 }
 
+}  // namespace mlajit_kernel
+
+#include "portable/narrow_streams.cuh"
+
+namespace mlajit_kernel {
+
 // One work item: this CTA's 64 rows of a query tile against one KV chunk.
 template <typename C>
 __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>& sm,
@@ -1386,7 +1232,11 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
   __syncthreads();  // the previous item's output staging has been read
   if (t.narrow) {
-    attend<C, NarrowRows<C>>(p, sm, t);
+    if constexpr (C::kNarrowStreams) {
+      attend_streams<C>(p, sm, t);
+    } else {
+      attend<C, NarrowRows<C>>(p, sm, t);
+    }
   } else {
     attend<C, WideRows<C>>(p, sm, t);
   }
