@@ -21,6 +21,14 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two_codes) {
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(pair) : "h"(codes));
   return pair;
 }
+// Four codes as two f16 pairs (codes 0-1, codes 2-3), each instruction reading its half of
+// the word directly.
+__device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t four_codes, uint32_t& low, uint32_t& high) {
+  asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+      " cvt.rn.f16x2.e4m3x2 %1, hi;\n}"
+      : "=r"(low), "=r"(high)
+      : "r"(four_codes));
+}
 #else
 // Ampere has no FP8 conversion: the code's exponent and mantissa bits, moved under f16's, read
 // as the value times 2^-8 (exponent bias 7 against 15; e4m3 subnormals land on f16
@@ -29,6 +37,10 @@ constexpr float kF16PairFactor = 256.0f;
 __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two_codes) {
   const uint32_t shifted = __byte_perm(two_codes, 0u, 0x1404);  // code 0 in byte 1, code 1 in byte 3
   return (shifted & 0x80008000u) | ((shifted & 0x7f007f00u) >> 1);
+}
+__device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t four_codes, uint32_t& low, uint32_t& high) {
+  low = e4m3x2_to_f16x2(four_codes);
+  high = e4m3x2_to_f16x2(four_codes >> 16);
 }
 #endif
 

@@ -23,15 +23,13 @@ namespace mlajit_kernel {
 
 // The K fragment of one k16 step from the codes of dims 4c..4c+3 (one ldmatrix register).
 __device__ __forceinline__ void k_code_pairs(uint32_t codes, uint32_t& b0, uint32_t& b1) {
-  b0 = e4m3x2_to_f16x2(codes);
-  b1 = e4m3x2_to_f16x2(codes >> 16);
+  e4m3x4_to_f16x2x2(codes, b0, b1);
 }
 
 // The even dim's and the odd dim's token pair of one ldmatrix .trans register of codes.
 __device__ __forceinline__ void v_code_pairs(uint32_t codes, uint32_t& even, uint32_t& odd) {
   const uint32_t split = __byte_perm(codes, 0u, 0x3120);  // bytes 0, 2 low; 1, 3 high
-  even = e4m3x2_to_f16x2(split);
-  odd = e4m3x2_to_f16x2(split >> 16);
+  e4m3x4_to_f16x2x2(split, even, odd);
 }
 
 // A pair of T as an f16 pair.

@@ -260,6 +260,9 @@ struct KvRing {
   static constexpr int kStages = C::kStages;
   static constexpr int kLoaders = C::kThreads;  // threads that copy one tile
   static constexpr int kTileStride = 1;         // tiles between two of this ring
+  // Tiles in one page take load_kv_one_page. Not here: the second copy of the loads costs the
+  // 64-row loop registers (it spilled at 255), and its 2 passes a tile gain less.
+  static constexpr bool kOnePageLoads = false;
   static constexpr int kCkvLanding = C::kCkvLandingOffset;
   static constexpr int kKpeLanding = C::kKpeLandingOffset;
 
@@ -398,6 +401,57 @@ __device__ __forceinline__ KvPageIds<C> fetch_page_ids(const MlaParams& p, const
   return ids;
 }
 
+// The copies of one row of a KV tile from its cache row (ckv, kpe); zero-filled unless valid.
+template <typename C>
+__device__ __forceinline__ void copy_kv_row(uint32_t ckv_dst, uint32_t kpe_dst, int row, int lane8,
+                                            const typename C::KVType* ckv, const typename C::KVType* kpe,
+                                            bool valid) {
+#pragma unroll
+  for (int k = 0; k < C::kCkvLoadChunksPerLane; ++k) {
+    const int chunk = lane8 + k * C::kLanesPerRow;
+    cp_async_16(ckv_dst + Swizzle<C::kCkvLoadChunks>::byte_offset(row, chunk), ckv + chunk * C::kKvLoadChunkElems,
+                valid);
+  }
+#pragma unroll
+  for (int k = 0; k < C::kKpeLoadChunksPerLane; ++k) {
+    const int chunk = lane8 + k * C::kLanesPerRow;
+    if (chunk < C::kKpeLoadChunks) {
+      cp_async_16(kpe_dst + Swizzle<C::kKpeLoadChunks>::byte_offset(row, chunk), kpe + chunk * C::kKvLoadChunkElems,
+                  valid);
+    }
+  }
+}
+
+// A KV tile that lies in one (power-of-two) page: one page id and one row address, rows a
+// constant stride apart. With PREFETCHED, lane 0 holds the id of the warp's first row (the
+// warp's rows are all past the chunk when that one is, and then any page serves).
+template <typename C, typename Ring, bool PREFETCHED>
+__device__ __forceinline__ void load_kv_one_page(const MlaParams& p, const TileContext& t, const ThreadRole& role,
+                                                 int32_t first, uint32_t ckv_dst, uint32_t kpe_dst,
+                                                 KvPageIds<C> ids) {
+  using KVType = typename C::KVType;
+  using L = KvLoaders<C, Ring>;
+  int64_t page;
+  if constexpr (PREFETCHED) {
+    page = __shfl_sync(0xffffffffu, ids.id, 0);
+  } else {
+    page = p.kv_indices[t.kv_page_base + (first >> __popc(p.page_size - 1))];
+  }
+  const int row0 = L::tid(role) / C::kLanesPerRow;
+  const int64_t slot0 = (first & (p.page_size - 1)) + row0;
+  const KVType* ckv = static_cast<const KVType*>(p.ckv) + page * p.ckv_stride_page + slot0 * p.ckv_stride_token;
+  const KVType* kpe = static_cast<const KVType*>(p.kpe) + page * p.kpe_stride_page + slot0 * p.kpe_stride_token;
+#pragma unroll
+  for (int pass = 0; pass < L::kPasses; ++pass) {
+    const int row = row0 + pass * L::kRowsPerPass;
+    if (C::kKvTile % L::kRowsPerPass == 0 || row < C::kKvTile) {
+      copy_kv_row<C>(ckv_dst, kpe_dst, row, role.tid % C::kLanesPerRow,
+                     ckv + static_cast<int64_t>(pass * L::kRowsPerPass) * p.ckv_stride_token,
+                     kpe + static_cast<int64_t>(pass * L::kRowsPerPass) * p.kpe_stride_token, first + row < t.kv_stop);
+    }
+  }
+}
+
 // Stage: load_kv. KV tile `tile` (tokens kv_start + tile * KV_TILE ...) into stage `stage`.
 // Token t of the request is slot t % page_size of page kv_indices[kv_page_base + t / page_size];
 // offsets are 64-bit since page * stride_page exceeds 2^31 on large pools. With PREFETCHED the
@@ -411,6 +465,14 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
   const int lane8 = role.tid % C::kLanesPerRow;
   const uint32_t ckv_dst = Ring::ckv(sm, stage) + Ring::kCkvLanding;
   const uint32_t kpe_dst = Ring::kpe_p(sm, stage) + Ring::kKpeLanding;
+  const int32_t first = t.kv_start + tile * C::kKvTile;
+  const bool pow2_pages = (p.page_size & (p.page_size - 1)) == 0;
+  if constexpr (Ring::kOnePageLoads) {
+    if (pow2_pages && (first & (p.page_size - 1)) + C::kKvTile <= p.page_size) {
+      load_kv_one_page<C, Ring, PREFETCHED>(p, t, role, first, ckv_dst, kpe_dst, ids);
+      return;
+    }
+  }
 #pragma unroll
   for (int pass = 0; pass < L::kPasses; ++pass) {
     const int row = L::tid(role) / C::kLanesPerRow + pass * L::kRowsPerPass;
@@ -419,14 +481,14 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
       prefetched = __shfl_sync(0xffffffffu, ids.id, pass * KvPageIds<C>::kRowsPerWarp + role.lane / C::kLanesPerRow);
     }
     if (C::kKvTile % L::kRowsPerPass == 0 || row < C::kKvTile) {
-      const int32_t token = t.kv_start + tile * C::kKvTile + row;
+      const int32_t token = first + row;
       const bool valid = token < t.kv_stop;
       int64_t page = 0;
       int32_t slot = 0;
       if (valid) {
         // Power-of-two pages (the usual case): shift and mask instead of two divisions. Kept
         // as one branch per case: folded into selects, the division runs for every page size.
-        if ((p.page_size & (p.page_size - 1)) == 0) {
+        if (pow2_pages) {
           const int shift = __popc(p.page_size - 1);
           page = PREFETCHED ? prefetched : p.kv_indices[t.kv_page_base + (token >> shift)];
           slot = token & (p.page_size - 1);
@@ -435,24 +497,10 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
           slot = token % p.page_size;
         }
       }
-      const KVType* ckv = static_cast<const KVType*>(p.ckv) + page * p.ckv_stride_page +
-                         slot * p.ckv_stride_token;
-      const KVType* kpe = static_cast<const KVType*>(p.kpe) + page * p.kpe_stride_page +
-                         slot * p.kpe_stride_token;
-#pragma unroll
-      for (int k = 0; k < C::kCkvLoadChunksPerLane; ++k) {
-        const int chunk = lane8 + k * C::kLanesPerRow;
-        cp_async_16(ckv_dst + Swizzle<C::kCkvLoadChunks>::byte_offset(row, chunk),
-                    ckv + chunk * C::kKvLoadChunkElems, valid);
-      }
-#pragma unroll
-      for (int k = 0; k < C::kKpeLoadChunksPerLane; ++k) {
-        const int chunk = lane8 + k * C::kLanesPerRow;
-        if (chunk < C::kKpeLoadChunks) {
-          cp_async_16(kpe_dst + Swizzle<C::kKpeLoadChunks>::byte_offset(row, chunk),
-                      kpe + chunk * C::kKvLoadChunkElems, valid);
-        }
-      }
+      copy_kv_row<C>(ckv_dst, kpe_dst, row, lane8,
+                     static_cast<const KVType*>(p.ckv) + page * p.ckv_stride_page + slot * p.ckv_stride_token,
+                     static_cast<const KVType*>(p.kpe) + page * p.kpe_stride_page + slot * p.kpe_stride_token,
+                     valid);
     }
   }
 }
