@@ -142,8 +142,10 @@ TEST_CASE("a portable program names its kernel instance and sets the prelude con
   for (const auto& [name, contents] : program.request.headers) {
     INFO(name);
     CHECK(embedded_kernel_files().at(name) == contents);
-    CHECK((name == "portable/mla_fa2.cuh" || name.rfind("common/", 0) == 0));
+    CHECK((name.rfind("portable/", 0) == 0 || name.rfind("common/", 0) == 0));
   }
+  CHECK(program.request.headers.count("portable/narrow_streams.cuh") == 1);
+  CHECK(program.request.headers.count("common/fp8_fragments.cuh") == 1);
   CHECK(program.request.headers.count("common/ptx_mma.cuh") == 1);
   CHECK(program.request.headers.count("common/mla_params.cuh") == 1);
   CHECK(program.request.headers.count("utility/spin.cuh") == 0);
