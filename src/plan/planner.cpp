@@ -323,14 +323,25 @@ Scratch& thread_scratch() {
   return scratch;
 }
 
+// The load of the tiles taken whole (each with an item's fixed cost): in all, and the largest.
+struct WholeLoad {
+  int64_t total = 0, largest = 0;
+};
+
+WholeLoad whole_load(const std::vector<Tile>& tiles) {
+  WholeLoad load;
+  for (const Tile& tile : tiles) {
+    const int64_t cost = tile.eff_kv + kItemOverheadTokens;
+    load.total += cost;
+    load.largest = std::max(load.largest, cost);
+  }
+  return load;
+}
+
 // A floor under whole tiles' score: no pair is below the mean load, nor below the largest tile.
 int64_t whole_floor(const std::vector<Tile>& tiles, const Geometry& g) {
-  int64_t total = 0, largest = 0;
-  for (const Tile& tile : tiles) {
-    total += tile.eff_kv + kItemOverheadTokens;
-    largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
-  }
-  return std::max(ceil_div(total, g.grid_y), largest);
+  const WholeLoad load = whole_load(tiles);
+  return std::max(ceil_div(load.total, g.grid_y), load.largest);
 }
 
 void whole_tiles(const std::vector<Tile>& tiles, const Geometry& g, Candidate& candidate) {
@@ -571,11 +582,7 @@ bool pour_fits(const std::vector<Tile>& tiles, int64_t capacity, const Geometry&
 // The smallest capacity the tiles fit in, by bisection between the mean load (no capacity
 // below it can hold them) and one that surely holds them.
 int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
-  int64_t total = 0, largest = 0;
-  for (const Tile& tile : tiles) {
-    total += tile.eff_kv + kItemOverheadTokens;
-    largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
-  }
+  const auto [total, largest] = whole_load(tiles);
   const int64_t smallest_item = kItemOverheadTokens + shortest_chunk(g);
   // Every capacity from here on fits, so the probes there need no pour. Pouring fails only
   // when all grid_y pairs are closed, and a pair is closed only when no useful piece fits its
