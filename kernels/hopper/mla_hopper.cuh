@@ -390,13 +390,7 @@ __device__ __forceinline__ void clear_tail_rows(const HopperSmem<C>& sm, const H
     }
   }
   fence_proxy_async_shared();
-  // One branch per half, so that each barrier id is a constant (ptxas then counts the
-  // barriers the kernel uses; with an id known only at run time it reserves all 16).
-  if (role.half() == 0) {
-    named_barrier_sync(kOutputLeftOnly, C::kGroupThreads);
-  } else {
-    named_barrier_sync(kOutputRightOnly, C::kGroupThreads);
-  }
+  named_barrier_sync(role.half() == 0 ? kOutputLeftOnly : kOutputRightOnly, C::kGroupThreads);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -702,32 +696,23 @@ __device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTm
                                               const HopperSmem<C>& sm, int32_t w, int32_t last,
                                               uint32_t& sequence, uint32_t& items,
                                               int& prefetched, const HopperRole& role) {
-  HopperTile t = make_hopper_tile<C>(p, p.work_items[w], role);
+  const HopperTile t = make_hopper_tile<C>(p, p.work_items[w], role);
   if (t.rows <= 0) return;
   block_barrier_across_roles();
-  // Pass 0: this item's tiles from the first one not prefetched yet. Pass 1: the first tiles
-  // of the CTA's next item (items without rows are skipped by every role), as soon as the
-  // stages are free, before that item's barrier: their copies then overlap this item's last
-  // tiles and its output instead of following them. The stage protocol guards them: only Q,
-  // which the scores warpgroup loads after the barrier, needs the barrier. Both passes run
-  // the one inlined copy of producer_loop (a second copy was ~1,000 of the kernel's 5,100
-  // SASS instructions, and NVRTC's time follows the code).
-  int first = prefetched, stop = t.num_tiles;
-  int32_t next = w + 1;
+  producer_loop<C>(p, tma, sm, t, sequence, role, prefetched, t.num_tiles);
+  sequence += t.num_tiles;
+  ++items;
+  // The first tiles of the CTA's next item (items without rows are skipped by every role), as
+  // soon as the stages are free, before that item's barrier: their copies then overlap this
+  // item's last tiles and its output instead of following them. The stage protocol guards
+  // them: only Q, which the scores warpgroup loads after the barrier, needs the barrier.
   prefetched = 0;
-#pragma unroll 1
-  for (int pass = 0;; ++pass) {
-    producer_loop<C>(p, tma, sm, t, sequence, role, first, stop);
-    if (pass == 1) break;
-    sequence += t.num_tiles;
-    ++items;
-    for (; next < last; ++next) {
-      t = make_hopper_tile<C>(p, p.work_items[next], role);
-      if (t.rows > 0) break;
-    }
-    if (next >= last) break;
-    first = 0;
-    stop = prefetched = min(C::kStages, t.num_tiles);
+  for (int32_t next = w + 1; next < last; ++next) {
+    const HopperTile n = make_hopper_tile<C>(p, p.work_items[next], role);
+    if (n.rows <= 0) continue;
+    prefetched = min(C::kStages, n.num_tiles);
+    producer_loop<C>(p, tma, sm, n, sequence, role, 0, prefetched);
+    break;
   }
 }
 
@@ -762,9 +747,6 @@ __device__ __forceinline__ void merge_phase(const MlaParams& params) {
 
 // Each role is one branch of one if/else chain, whole, with its setmaxnreg first: the form in
 // which ptxas honours setmaxnreg (otherwise it keeps the entry cap of 168 registers and spills).
-// The two output warpgroups share one branch and the merge follows the chain, once: the
-// program holds one copy of the output loop and of the merge, not two and four (NVRTC's
-// time grows with the code: 40% of a compile went to those copies).
 template <typename Config>
 __global__ void __launch_bounds__(Config::kThreads, 1)
     mla_hopper_kernel(const __grid_constant__ MlaParams params, const __grid_constant__ HopperTma tma) {
@@ -795,14 +777,20 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   if (role.group == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kScoresRegisters));
     if (attend) for_each_item<Config, HopperRoleKind::kScores>(params, tma, sm, role);
-  } else if (role.group == 3) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kProducerRegisters));
-    if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
-  } else {
+    merge_phase<Config>(params);
+  } else if (role.group == 1) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
     if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
+    merge_phase<Config>(params);
+  } else if (role.group == 2) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
+    merge_phase<Config>(params);
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kProducerRegisters));
+    if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
+    merge_phase<Config>(params);
   }
-  merge_phase<Config>(params);
 }
 
 }  // namespace mlajit_kernel
