@@ -241,7 +241,7 @@ void check_costs(const Plan& plan) {
   for (int y = 0; y < plan.grid_y; ++y) {
     int64_t sum = 0;
     for (int i = plan.work_indptr[y]; i < plan.work_indptr[y + 1]; ++i) {
-      const int64_t cost = work_item_cost(plan.work_items[i], plan.tile_rows);
+      const int64_t cost = work_item_cost(plan.work_items[i], plan.item_overhead_tokens);
       sum += cost;
       largest_item = std::max(largest_item, cost);
     }
@@ -503,6 +503,33 @@ TEST_CASE("invalid scalar inputs are rejected naming the field and value") {
   CHECK_THAT(with([](PlanInput& in) { in.cluster_size = 3; }), Contains("cluster_size must be 0 (choose), 1 or 2, got 3"));
   CHECK_THAT(with([](PlanInput& in) { in.cluster_size = 2; in.num_ctas = 1; }), Contains("cluster_size 2 needs num_ctas >= 2"));
   CHECK_THAT(with([](PlanInput& in) { in.num_ctas = 70000; in.cluster_size = 1; }), Contains("65535"));
+  CHECK_THAT(with([](PlanInput& in) { in.item_overhead_tokens = -1; }),
+             Contains("item_overhead_tokens must be 0 to 65536, got -1"));
+  CHECK_THAT(with([](PlanInput& in) { in.item_overhead_tokens = 1 << 17; }), Contains("got 131072"));
+}
+
+TEST_CASE("a larger item overhead keeps short remainders off a few CTAs") {
+  // 64 requests of 16,384 tokens at 16 heads on 132 CTAs: at the default overhead the plan
+  // cuts 8,000-token chunks and pours the 64 remainders of 384 tokens onto 4 CTAs (16 items
+  // each); at twice the overhead (e4m3 streams) no CTA gets more than 2 items.
+  Batch batch;
+  for (int b = 0; b < 64; ++b) batch.add(1, 16384);
+  const auto most_items = [&](int64_t overhead) {
+    PlanInput in = input_for(batch, 132);
+    in.num_heads = 16;
+    in.item_overhead_tokens = overhead;
+    const Plan plan = make_plan(in);
+    CHECK(plan.item_overhead_tokens == overhead);
+    int most = 0;
+    for (int y = 0; y < plan.grid_y; ++y) most = std::max(most, plan.work_indptr[y + 1] - plan.work_indptr[y]);
+    for (size_t i = 0; i < plan.work_items.size(); ++i) {
+      CHECK(work_item_cost(plan.work_items[i], overhead) ==
+            plan.work_items[i].kv_end - plan.work_items[i].kv_start + overhead);
+    }
+    return most;
+  };
+  CHECK(most_items(kItemOverheadTokens) == 16);
+  CHECK(most_items(2 * kItemOverheadTokens) <= 2);
 }
 
 TEST_CASE("null arrays are rejected") {

@@ -218,3 +218,17 @@ TEST_CASE("an e4m3 cache keeps the bf16 cache's shared memory: its tiles are exp
     CHECK(portable().unsupported_reason(shape, profile_target(arch)).empty());
   }
 }
+
+TEST_CASE("the planner's item overhead doubles for e4m3 decode with at most 16 heads") {
+  MlaShape shape;  // bf16, 128 heads by default
+  const int64_t base = mlajit::family::KernelFamily::plan_item_overhead_tokens_default();
+  CHECK(portable().plan_item_overhead_tokens(shape) == base);
+  shape.num_heads = 16;
+  CHECK(portable().plan_item_overhead_tokens(shape) == base);
+  shape.kv_dtype = DType::kFloat8E4M3;
+  CHECK(portable().plan_item_overhead_tokens(shape) == 2 * base);
+  shape.num_heads = 8;
+  CHECK(portable().plan_item_overhead_tokens(shape) == 2 * base);
+  shape.num_heads = 32;
+  CHECK(portable().plan_item_overhead_tokens(shape) == base);
+}

@@ -168,6 +168,7 @@ void BatchMlaAttention::plan(const MlaBatch& batch, void* stream) {
   input.cta_tile_q = s.spec().tile.q_tile;
   input.kv_tile = s.spec().tile.kv_tile;
   input.cluster_size = s.options.cluster_size;
+  input.item_overhead_tokens = s.choice.family->plan_item_overhead_tokens(s.shape);
   if (s.options.batch_invariant) {
     // Whether two CTAs share a tile must not follow the batch's mean query length.
     if (input.cluster_size == 0) input.cluster_size = 1;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "mlajit/error.h"
+#include "plan/planner.h"
 
 namespace mlajit::family {
 
@@ -50,6 +51,12 @@ KernelSpec KernelFamily::shape_spec(const MlaShape& shape, const std::string& ar
   return spec;
 }
 bool KernelFamily::has_tile_tiers() const { return false; }
+
+int64_t KernelFamily::plan_item_overhead_tokens_default() { return plan::kItemOverheadTokens; }
+
+int64_t KernelFamily::plan_item_overhead_tokens(const MlaShape&) const {
+  return plan_item_overhead_tokens_default();
+}
 
 KernelRunParams KernelFamily::run_params(const MlaShape&, const KernelSpec&,
                                          const MlaRunArgs&) const {

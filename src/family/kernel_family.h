@@ -73,6 +73,10 @@ class KernelFamily {
   virtual int tier_of(const KernelSpec& spec) const;
   // Whether MlaOptions::force_tier can pick one of its tile configs (a debug option).
   virtual bool has_tile_tiers() const;
+  // What one work item costs beyond its KV tokens, in KV tokens, for the planner
+  // (plan::PlanInput::item_overhead_tokens): by default the planner's, plan::kItemOverheadTokens.
+  virtual int64_t plan_item_overhead_tokens(const MlaShape& shape) const;
+  static int64_t plan_item_overhead_tokens_default();
 
   // Throws Error(kUnsupported / kInvalidArgument) naming the field when `spec` (e.g. a spec
   // text from the command line) is not one of this family's kernels. Any family refuses e4m3

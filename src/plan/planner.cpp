@@ -52,6 +52,9 @@ void validate_scalars(const PlanInput& in) {
   if (in.fixed_chunk_tokens < 0 || in.fixed_chunk_tokens % in.kv_tile != 0)
     invalid("fixed_chunk_tokens must be 0 or a positive multiple of kv_tile {}, got {}",
             in.kv_tile, in.fixed_chunk_tokens);
+  if (in.item_overhead_tokens < 0 || in.item_overhead_tokens > kMaxItemOverheadTokens)
+    invalid("item_overhead_tokens must be 0 to {}, got {}", kMaxItemOverheadTokens,
+            in.item_overhead_tokens);
 }
 
 void validate_pointers(const PlanInput& in) {
@@ -253,6 +256,7 @@ std::vector<int32_t> bucket_by_bin(const std::vector<int>& bin_of, int bins,
 
 struct Geometry {
   int cluster_size, grid_y, tile_rows, kv_tile;
+  int64_t item_overhead;  // PlanInput::item_overhead_tokens
 };
 
 // The smallest chunk a tile's KV is cut into: below it the fixed cost of an item and its
@@ -292,7 +296,7 @@ struct MergeWork {
     if (!any) return 0;
     return std::max(ceil_div(kMergeRowTokens * units, int64_t{g.cluster_size} * g.grid_y),
                     largest_piece / 2) +
-           kItemOverheadTokens;
+           g.item_overhead;
   }
 };
 
@@ -328,10 +332,10 @@ struct WholeLoad {
   int64_t total = 0, largest = 0;
 };
 
-WholeLoad whole_load(const std::vector<Tile>& tiles) {
+WholeLoad whole_load(const std::vector<Tile>& tiles, const Geometry& g) {
   WholeLoad load;
   for (const Tile& tile : tiles) {
-    const int64_t cost = tile.eff_kv + kItemOverheadTokens;
+    const int64_t cost = tile.eff_kv + g.item_overhead;
     load.total += cost;
     load.largest = std::max(load.largest, cost);
   }
@@ -340,7 +344,7 @@ WholeLoad whole_load(const std::vector<Tile>& tiles) {
 
 // A floor under whole tiles' score: no pair is below the mean load, nor below the largest tile.
 int64_t whole_floor(const std::vector<Tile>& tiles, const Geometry& g) {
-  const WholeLoad load = whole_load(tiles);
+  const WholeLoad load = whole_load(tiles, g);
   return std::max(ceil_div(load.total, g.grid_y), load.largest);
 }
 
@@ -353,7 +357,7 @@ void whole_tiles(const std::vector<Tile>& tiles, const Geometry& g, Candidate& c
   for (size_t t = 0; t < tiles.size(); ++t) {
     candidate.chunking.chunks.push_back({static_cast<int>(t), 0, 0, tiles[t].eff_kv});
     candidate.chunking.max_len = std::max<int64_t>(candidate.chunking.max_len, tiles[t].eff_kv);
-    costs[t] = tiles[t].eff_kv + kItemOverheadTokens;
+    costs[t] = tiles[t].eff_kv + g.item_overhead;
   }
   candidate.chunking.max_len = std::max(round_up(candidate.chunking.max_len, g.kv_tile),
                                         shortest_chunk(g));
@@ -374,7 +378,7 @@ int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle styl
   MergeWork merge;
   for (const Tile& tile : tiles) {
     const int64_t chunks = cut(tile.eff_kv, rule, [&](int32_t start, int32_t end) {
-      costs.push_back(int64_t{end} - start + kItemOverheadTokens);
+      costs.push_back(int64_t{end} - start + g.item_overhead);
     });
     merge.add_tile(tile, chunks);
   }
@@ -393,16 +397,16 @@ int64_t cut_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometr
   const Divisor by_max_len(static_cast<uint32_t>(std::min<int64_t>(max_len, kInt32Max)));
   for (const Tile& tile : tiles) {
     if (tile.eff_kv <= max_len) {  // one chunk, no merge
-      total += tile.eff_kv + kItemOverheadTokens;
-      largest = std::max<int64_t>(largest, tile.eff_kv + kItemOverheadTokens);
+      total += tile.eff_kv + g.item_overhead;
+      largest = std::max<int64_t>(largest, tile.eff_kv + g.item_overhead);
       continue;
     }
     const int64_t n = by_max_len.ceil_quotient(static_cast<uint32_t>(tile.eff_kv));
-    total += tile.eff_kv + n * kItemOverheadTokens;
+    total += tile.eff_kv + n * g.item_overhead;
     // ceil(eff_kv / n) > largest - overhead exactly when eff_kv > (largest - overhead) * n:
     // the division only when the largest grows.
-    if (tile.eff_kv > (largest - kItemOverheadTokens) * n)
-      largest = ceil_div(tile.eff_kv, n) + kItemOverheadTokens;
+    if (tile.eff_kv > (largest - g.item_overhead) * n)
+      largest = ceil_div(tile.eff_kv, n) + g.item_overhead;
     merge.add_tile(tile, n);
   }
   return std::max(ceil_div(total, g.grid_y), largest) + merge.cost(g);
@@ -423,7 +427,7 @@ void cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
     chunking.chunks_per_tile[t] = static_cast<int>(
         cut(tiles[t].eff_kv, rule, [&](int32_t start, int32_t end) {
           chunking.chunks.push_back({static_cast<int>(t), index++, start, end});
-          costs.push_back(int64_t{end} - start + kItemOverheadTokens);
+          costs.push_back(int64_t{end} - start + g.item_overhead);
         }));
     merge.add_tile(tiles[t], chunking.chunks_per_tile[t]);
   }
@@ -471,10 +475,10 @@ bool pour(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
     for (int32_t start = 0;;) {
       const int64_t rest = tiles[t].eff_kv - start;
       int64_t length = rest;
-      if (rest + kItemOverheadTokens > capacity - load) {
+      if (rest + g.item_overhead > capacity - load) {
         // Down to a kv_tile multiple (a power of two): a mask, not a division. Below zero it
         // rounds down rather than toward zero, and either way the piece is too short.
-        length = (capacity - load - kItemOverheadTokens) & -int64_t{g.kv_tile};
+        length = (capacity - load - g.item_overhead) & -int64_t{g.kv_tile};
         if (length < shortest) {  // no useful piece fits: the next pair
           if (load == 0 || ++pair == g.grid_y) return false;
           load = 0;
@@ -483,7 +487,7 @@ bool pour(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
       }
       const int32_t end = static_cast<int32_t>(start + length);
       on_chunk(t, start, end, pair);
-      load += length + kItemOverheadTokens;
+      load += length + g.item_overhead;
       start = end;
       if (start == tiles[t].eff_kv) break;
     }
@@ -500,11 +504,11 @@ int64_t pour_score(const std::vector<Tile>& tiles, int64_t capacity, const Geome
   MergeWork merge;
   for (const Tile& tile : tiles) {
     int64_t rest = tile.eff_kv, chunks = 1;
-    while (rest + kItemOverheadTokens > room) {
-      const int64_t length = (room - kItemOverheadTokens) & tile_mask;
+    while (rest + g.item_overhead > room) {
+      const int64_t length = (room - g.item_overhead) & tile_mask;
       if (length >= shortest) {
         rest -= length;
-        room -= length + kItemOverheadTokens;
+        room -= length + g.item_overhead;
         ++chunks;
       } else {
         if (room == capacity || pairs_left-- == 0) return -1;
@@ -512,25 +516,25 @@ int64_t pour_score(const std::vector<Tile>& tiles, int64_t capacity, const Geome
         room = capacity;
       }
     }
-    room -= rest + kItemOverheadTokens;
+    room -= rest + g.item_overhead;
     merge.add_tile(tile, chunks);
   }
   return std::max(busiest, capacity - room) + merge.cost(g);
 }
 
 // Whole tiles' total cost: what pouring starts from.
-int64_t total_cost(const std::vector<Tile>& tiles) {
+int64_t total_cost(const std::vector<Tile>& tiles, const Geometry& g) {
   int64_t total = 0;
-  for (const Tile& tile : tiles) total += tile.eff_kv + kItemOverheadTokens;
+  for (const Tile& tile : tiles) total += tile.eff_kv + g.item_overhead;
   return total;
 }
 
 // A floor under pour_score at `capacity`, from the total alone: tiles that fit one pair stay
 // whole in it; otherwise the first pair is closed only when no useful piece fits its room
-// (room - kItemOverheadTokens < shortest_chunk), so it, and the busiest, holds more than that.
+// (room - g.item_overhead < shortest_chunk), so it, and the busiest, holds more than that.
 int64_t pour_floor(int64_t total, int64_t capacity, const Geometry& g) {
   if (total <= capacity) return total;
-  return capacity - kItemOverheadTokens - shortest_chunk(g) + 1;
+  return capacity - g.item_overhead - shortest_chunk(g) + 1;
 }
 
 void poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
@@ -549,7 +553,7 @@ void poured(const std::vector<Tile>& tiles, int64_t capacity, const Geometry& g,
     chunking.chunks.push_back({static_cast<int>(t), chunking.chunks_per_tile[t]++, start, end});
     chunking.max_len = std::max<int64_t>(chunking.max_len, end - start);
     assignment.bin_of.push_back(pair);
-    assignment.load[pair] += end - start + kItemOverheadTokens;
+    assignment.load[pair] += end - start + g.item_overhead;
   });
   MergeWork merge;
   for (size_t t = 0; t < tiles.size(); ++t) merge.add_tile(tiles[t], chunking.chunks_per_tile[t]);
@@ -564,17 +568,17 @@ bool pour_fits(const std::vector<Tile>& tiles, int64_t capacity, const Geometry&
   int64_t room = capacity;
   for (const Tile& tile : tiles) {
     int64_t rest = tile.eff_kv;
-    while (rest + kItemOverheadTokens > room) {
-      const int64_t length = (room - kItemOverheadTokens) & tile_mask;
+    while (rest + g.item_overhead > room) {
+      const int64_t length = (room - g.item_overhead) & tile_mask;
       if (length >= shortest) {  // a piece fits, then the rest goes on in the next pair
         rest -= length;
-        room -= length + kItemOverheadTokens;
+        room -= length + g.item_overhead;
       } else {
         if (room == capacity || pairs_left-- == 0) return false;
         room = capacity;
       }
     }
-    room -= rest + kItemOverheadTokens;
+    room -= rest + g.item_overhead;
   }
   return true;
 }
@@ -582,15 +586,15 @@ bool pour_fits(const std::vector<Tile>& tiles, int64_t capacity, const Geometry&
 // The smallest capacity the tiles fit in, by bisection between the mean load (no capacity
 // below it can hold them) and one that surely holds them.
 int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
-  const auto [total, largest] = whole_load(tiles);
-  const int64_t smallest_item = kItemOverheadTokens + shortest_chunk(g);
+  const auto [total, largest] = whole_load(tiles, g);
+  const int64_t smallest_item = g.item_overhead + shortest_chunk(g);
   // Every capacity from here on fits, so the probes there need no pour. Pouring fails only
   // when all grid_y pairs are closed, and a pair is closed only when no useful piece fits its
-  // room: it holds more than capacity - kItemOverheadTokens - shortest_chunk. The pairs then
+  // room: it holds more than capacity - g.item_overhead - shortest_chunk. The pairs then
   // hold more than total plus one item's fixed cost for each cut (a cut closes its pair, so
   // there are at most grid_y of them) could make.
   const int64_t surely_fits =
-      std::max(ceil_div(total, g.grid_y) + 2 * kItemOverheadTokens + shortest_chunk(g), smallest_item);
+      std::max(ceil_div(total, g.grid_y) + 2 * g.item_overhead + shortest_chunk(g), smallest_item);
   const auto fits = [&](int64_t capacity) {
     return capacity >= surely_fits || pour_fits(tiles, capacity, g);
   };
@@ -622,7 +626,7 @@ const std::vector<int64_t>& capacities_to_try(const std::vector<Tile>& tiles, co
   int64_t longest = 0;
   for (const Tile& tile : tiles) longest = std::max<int64_t>(longest, tile.eff_kv);
   for (int64_t chunk = shortest_chunk(g); chunk < longest; chunk *= 2) {
-    if (chunk + kItemOverheadTokens > smallest) capacities.push_back(chunk + kItemOverheadTokens);
+    if (chunk + g.item_overhead > smallest) capacities.push_back(chunk + g.item_overhead);
   }
   return capacities;
 }
@@ -635,7 +639,7 @@ const std::vector<int64_t>& capacities_to_try(const std::vector<Tile>& tiles, co
 // Builds the winner in `chosen`.
 void choose_chunking(const std::vector<Tile>& tiles, const Geometry& g, Candidate& chosen) {
   int64_t pour_best = kBeyond, best_capacity = -1;
-  const int64_t total = total_cost(tiles);
+  const int64_t total = total_cost(tiles, g);
   for (int64_t capacity : capacities_to_try(tiles, g)) {
     if (pour_floor(total, capacity, g) > pour_best) continue;
     const int64_t score = pour_score(tiles, capacity, g);
@@ -781,8 +785,8 @@ void log_plan(const PlanInput& in, const Plan& plan) {
 // 128-row tile costs ~0.07 us per CTA pair, the fixed part ~6 us (Q and O are ~70 KB per
 // CTA each). The reference's 2 x tile_rows (256 tokens at 128 heads) made small batches
 // refuse to split: 1.7x slower at B=1.
-int64_t work_item_cost(const MlaWorkItem& item, int /*tile_rows*/) {
-  return int64_t{item.kv_end} - item.kv_start + kItemOverheadTokens;
+int64_t work_item_cost(const MlaWorkItem& item, int64_t item_overhead_tokens) {
+  return int64_t{item.kv_end} - item.kv_start + item_overhead_tokens;
 }
 
 Plan make_plan(const PlanInput& input) {
@@ -794,7 +798,8 @@ Plan make_plan(const PlanInput& input) {
     invalid("num_ctas / cluster_size = {} / {} = {} CTA pairs exceeds the grid's y limit {}",
             input.num_ctas, plan.cluster_size, plan.grid_y, kMaxGridY);
   plan.tile_rows = input.cta_tile_q * plan.cluster_size;
-  const Geometry g{plan.cluster_size, plan.grid_y, plan.tile_rows, input.kv_tile};
+  plan.item_overhead_tokens = input.item_overhead_tokens;
+  const Geometry g{plan.cluster_size, plan.grid_y, plan.tile_rows, input.kv_tile, input.item_overhead_tokens};
 
   Scratch& scratch = thread_scratch();
   std::vector<Tile>& tiles = scratch.tiles;

@@ -19,6 +19,12 @@ using mlajit_kernel::MlaWorkItem;
 // spreads over up to tile_rows / 8 CTAs.
 inline constexpr int kMergePieceRows = 8;
 
+// The planner's cost model, in KV-token units: what one work item costs beyond its tokens by
+// default, and the shortest chunk a tile's KV is cut into.
+inline constexpr int64_t kItemOverheadTokens = 96;
+inline constexpr int64_t kMinChunkTokens = 64;
+inline constexpr int64_t kMaxItemOverheadTokens = 1 << 16;
+
 struct PlanInput {
   const int32_t* qo_indptr = nullptr;  // [batch + 1], query tokens, qo_indptr[0] == 0
   const int32_t* kv_indptr = nullptr;  // [batch + 1], pages into kv_indices
@@ -34,6 +40,10 @@ struct PlanInput {
   // > 0: batch-invariant plan. Every tile's KV is cut at multiples of this many tokens (a
   // kv_tile multiple) from the request's start, whatever the batch; 0: the balanced plan.
   int64_t fixed_chunk_tokens = 0;
+  // What a work item costs beyond its KV tokens, in KV tokens (0..kMaxItemOverheadTokens):
+  // the kernel's fixed work per item (Q, pipeline fill, output) over its work per token. A
+  // kernel whose tiles are cheaper (an e4m3 cache read as codes) has a larger one.
+  int64_t item_overhead_tokens = kItemOverheadTokens;
 };
 
 struct Plan {
@@ -47,15 +57,12 @@ struct Plan {
   int64_t partial_rows = 0;                 // rows of partial_o / partial_lse needed
   std::vector<int64_t> cta_cost;            // modelled cost per CTA pair (for tests/bench)
   int64_t kv_chunk = 0;                     // chunk length limit chosen (tokens, kv_tile multiple)
+  int64_t item_overhead_tokens = kItemOverheadTokens;  // the input's, which cta_cost counts
 };
 
-// The planner's cost model, in KV-token units: what one work item costs beyond its tokens,
-// and the shortest chunk a tile's KV is cut into.
-inline constexpr int64_t kItemOverheadTokens = 96;
-inline constexpr int64_t kMinChunkTokens = 64;
-
-// Modelled cost of one work item: KV tokens it reads plus a fixed per-item overhead.
-int64_t work_item_cost(const MlaWorkItem& item, int tile_rows);
+// Modelled cost of one work item: KV tokens it reads plus a fixed per-item overhead
+// (PlanInput::item_overhead_tokens; Plan::item_overhead_tokens of the plan it is from).
+int64_t work_item_cost(const MlaWorkItem& item, int64_t item_overhead_tokens);
 
 // Validates the input (throws mlajit::Error(kInvalidArgument) naming the field, index and
 // values) and builds the plan.

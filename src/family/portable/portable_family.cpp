@@ -13,6 +13,9 @@ namespace {
 // Two warpgroups of four warps: the kernel's MlaConfig::kThreads, which static_asserts the
 // MLAJIT_EXPECTED_THREADS that codegen writes from this geometry.
 constexpr int kThreadsPerBlock = 256;
+// Decode tiles of at most this many heads (the kernel's kNarrowRows rows at q_len 1) take
+// the narrow layout on tier 1; over an e4m3 cache, its streams.
+constexpr int kNarrowStreamHeads = 16;
 // mma.sync on bf16 and cp.async: Ampere and later.
 constexpr int kMinCcMajor = 8;
 
@@ -103,6 +106,17 @@ class PortableFamily final : public KernelFamily {
 
   int tier_of(const KernelSpec& spec) const override { return portable::tier_of(spec.tile); }
   bool has_tile_tiers() const override { return true; }
+
+  // Decode with <= 16 heads over an e4m3 cache runs the narrow streams (narrow_streams.cuh),
+  // whose tiles cost ~0.6x a bf16 tile while an item's fixed work (Q, pipeline fill, the
+  // streams' merge, output) stays: twice the default overhead. On the H200 (2026-12-02, e4m3,
+  // 16 heads) it planned B=64 L=16384 without the CTAs of 16 short items that set the time
+  // at 96 (215.5 -> 192.4 us), B=128 L=16384 unsplit (362.2 -> 353.7); the other 16-head
+  // shapes within 1%.
+  int64_t plan_item_overhead_tokens(const MlaShape& shape) const override {
+    const bool streams = shape.kv_dtype == DType::kFloat8E4M3 && shape.num_heads <= kNarrowStreamHeads;
+    return (streams ? 2 : 1) * plan_item_overhead_tokens_default();
+  }
 
   jit::KernelProgram program(const KernelSpec& spec) const override {
     jit::KernelProgram program;
