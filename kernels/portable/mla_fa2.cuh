@@ -131,11 +131,11 @@ struct MlaConfig {
   static constexpr int kNarrowQkN8 = KV_TILE / 8 / kNarrowQkWarps;  // n8 blocks per QK warp
   static constexpr int kNarrowPvBlocks = HEAD_DIM_CKV / kWarps / 16;
 
-  // Loaders: 8 lanes cover 128 contiguous bytes of one row; 32 rows per pass of the block.
+  // Loaders: 8 lanes cover 128 contiguous bytes of one row; 32 rows per pass of the block (Q
+  // and O; a KV ring says its own, KvLoaders).
   static constexpr int kLanesPerRow = 8;
   static constexpr int kRowsPerPass = kThreads / kLanesPerRow;
   static constexpr int kQPasses = Q_TILE / kRowsPerPass;
-  static constexpr int kKvPasses = (KV_TILE + kRowsPerPass - 1) / kRowsPerPass;
   static constexpr int kCkvChunksPerLane = kCkvChunks / kLanesPerRow;
   static constexpr int kKpeChunksPerLane = (kKpeChunks + kLanesPerRow - 1) / kLanesPerRow;
   // The KV cache's rows as loaded: 16-byte chunks of its stored element (the 16-bit tiles'
