@@ -7,6 +7,7 @@
 #include "family/portable/portable_family.h"
 #include "family/portable/portable_tiles.h"
 #include "mlajit/error.h"
+#include "plan/planner.h"
 
 using mlajit::DType;
 using mlajit::Error;
@@ -221,7 +222,7 @@ TEST_CASE("an e4m3 cache keeps the bf16 cache's shared memory: its tiles are exp
 
 TEST_CASE("the planner's item overhead doubles for e4m3 decode with at most 16 heads") {
   MlaShape shape;  // bf16, 128 heads by default
-  const int64_t base = mlajit::family::KernelFamily::plan_item_overhead_tokens_default();
+  const int64_t base = mlajit::plan::kItemOverheadTokens;
   CHECK(portable().plan_item_overhead_tokens(shape) == base);
   shape.num_heads = 16;
   CHECK(portable().plan_item_overhead_tokens(shape) == base);

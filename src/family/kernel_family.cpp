@@ -52,10 +52,8 @@ KernelSpec KernelFamily::shape_spec(const MlaShape& shape, const std::string& ar
 }
 bool KernelFamily::has_tile_tiers() const { return false; }
 
-int64_t KernelFamily::plan_item_overhead_tokens_default() { return plan::kItemOverheadTokens; }
-
 int64_t KernelFamily::plan_item_overhead_tokens(const MlaShape&) const {
-  return plan_item_overhead_tokens_default();
+  return plan::kItemOverheadTokens;
 }
 
 KernelRunParams KernelFamily::run_params(const MlaShape&, const KernelSpec&,

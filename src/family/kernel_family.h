@@ -76,7 +76,6 @@ class KernelFamily {
   // What one work item costs beyond its KV tokens, in KV tokens, for the planner
   // (plan::PlanInput::item_overhead_tokens): by default the planner's, plan::kItemOverheadTokens.
   virtual int64_t plan_item_overhead_tokens(const MlaShape& shape) const;
-  static int64_t plan_item_overhead_tokens_default();
 
   // Throws Error(kUnsupported / kInvalidArgument) naming the field when `spec` (e.g. a spec
   // text from the command line) is not one of this family's kernels. Any family refuses e4m3

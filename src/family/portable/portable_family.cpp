@@ -115,7 +115,7 @@ class PortableFamily final : public KernelFamily {
   // shapes within 1%.
   int64_t plan_item_overhead_tokens(const MlaShape& shape) const override {
     const bool streams = shape.kv_dtype == DType::kFloat8E4M3 && shape.num_heads <= kNarrowStreamHeads;
-    return (streams ? 2 : 1) * plan_item_overhead_tokens_default();
+    return (streams ? 2 : 1) * KernelFamily::plan_item_overhead_tokens(shape);
   }
 
   jit::KernelProgram program(const KernelSpec& spec) const override {
