@@ -14,6 +14,8 @@
 //   raw also takes qo_indptr[0] and kv_indptr[0] from the input first.
 //   then u8 fixed_chunk_tokens (batch-invariant plans): % 6 picks 0 (off), 64, 1024, 2048, 96
 //       (not a kv_tile multiple: refused) or -64 (refused); inputs without it plan balanced.
+//   then u8 item_overhead_tokens: % 6 picks the default, 0, 192, the largest accepted, or one
+//       below and one above the accepted range (refused); inputs without it take the default.
 //
 // The harness cap: the planner's work grows with the query tiles (up to 2^24, which it refuses
 // beyond) and with the KV tokens over the shortest chunk (64), so inputs with more than
@@ -112,6 +114,9 @@ Batch decode(const uint8_t* data, size_t size) {
     if (which == 2) p.kv_len = nullptr;
   }
   p.fixed_chunk_tokens = std::array<int64_t, 6>{0, 64, 1024, 2048, 96, -64}[in.u8() % 6];
+  constexpr int64_t kMax = mlajit::plan::kMaxItemOverheadTokens;
+  p.item_overhead_tokens = std::array<int64_t, 6>{mlajit::plan::kItemOverheadTokens, 0, 192, kMax,
+                                                  -1, kMax + 1}[in.u8() % 6];
   return b;
 }
 
@@ -146,6 +151,9 @@ void check_plan(const Batch& b, const mlajit::plan::Plan& plan) {
   check(plan.grid_y >= 1 && plan.grid_y <= 65535 && plan.grid_y * plan.cluster_size <= in.num_ctas,
         "the grid fits the device and gridDim.y");
   check(plan.tile_rows == in.cta_tile_q * plan.cluster_size, "tile_rows");
+  check(in.item_overhead_tokens >= 0 && in.item_overhead_tokens <= mlajit::plan::kMaxItemOverheadTokens,
+        "an item overhead outside 0..kMaxItemOverheadTokens is refused");
+  check(plan.item_overhead_tokens == in.item_overhead_tokens, "the plan carries the item overhead");
   check_indptr(plan.work_indptr, plan.grid_y, plan.work_items.size(), "work_indptr is a CSR");
   check_indptr(plan.merge_indptr, size_t(plan.grid_y) * plan.cluster_size,
                plan.merge_records.size(), "merge_indptr is a CSR");
