@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fixed-cost sitting on the GPU machine, from the folders that
 # tools/dev/prepare-fixed-cost-sitting.sh makes. Timings of kernel variants on the short
-# shapes with both families (VARIANTS, default every one of carry/fc), the attention GPU tests
+# shapes with both families (VARIANTS, default every folder of carry/fc), the attention GPU tests
 # on this checkout's kernels forced to each family, verify, a second timing round of tree and
 # base, then memcheck. Everything goes to $OUT/fc.txt as it comes (a cut-short call still
 # returns it), the CSVs to $OUT/csv.tgz: few files, as the device tool returns at most 8.
@@ -12,7 +12,7 @@ OUT=${OUT:-$here/out}; mkdir -p "$OUT"
 log=$OUT/fc.txt
 csvdir=$here/csv; mkdir -p $csvdir
 export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/cache
-variants=(${VARIANTS:-tree tree16 base nomerge nobarrier empty})
+variants=(${VARIANTS:-$(cd fc && ls -d */ | tr -d /)})  # default: every variant prepared
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a $log
 shapes=()
 for s in 128,1,1024,64 128,1,4096,64 128,1,16384,64 128,16,1024,64 128,16,4096,64 128,16,16384,64 \
