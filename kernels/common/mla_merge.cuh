@@ -44,29 +44,50 @@ __device__ __forceinline__ void write_final_lse(const MlaParams& params, int32_t
       params.lse_base_e ? lse_base2 * kLn2 : lse_base2;
 }
 
-// One merged row: each of THREADS_PER_ROW threads owns 8 consecutive output elements.
-template <typename DType, int HEAD_DIM>
+// One merged row: each of the row's HEAD_DIM / 8 threads owns 8 consecutive output elements.
+// One pass over the chunks, BATCH at a time: a batch's partial LSEs and rows are all loaded
+// before any is used, so a row costs ceil(chunks / BATCH) L2 round trips (the loads are
+// volatile, to stay after the grid barrier, and would otherwise wait one by one), and the
+// running sum is rescaled once per batch whose largest LSE is a new maximum.
+template <typename DType, int HEAD_DIM, int BATCH>
 __device__ __forceinline__ void merge_row(const MlaParams& params, const MlaMergeRecord& record,
                                           int32_t i, int32_t part) {
   const DType* partial_o = static_cast<const DType*>(params.partial_o);
   float lse_max = neg_inf();
-  for (int32_t c = 0; c < record.num_chunks; ++c) {
-    const int64_t prow = record.partial_row_base + static_cast<int64_t>(c) * record.partial_stride + i;
-    lse_max = fmaxf(lse_max, load_global_cg(params.partial_lse + prow));
-  }
   float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   float weight_sum = 0.f;
-  if (lse_max != neg_inf()) {
-    for (int32_t c = 0; c < record.num_chunks; ++c) {
-      const int64_t prow =
-          record.partial_row_base + static_cast<int64_t>(c) * record.partial_stride + i;
-      const float w = fast_exp2(load_global_cg(params.partial_lse + prow) - lse_max);
-      const Chunk16 v = load_global_cg(partial_o + prow * HEAD_DIM + part * 8);
+  for (int32_t c0 = 0; c0 < record.num_chunks; c0 += BATCH) {
+    float lse[BATCH];
+    Chunk16 v[BATCH];
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      lse[b] = neg_inf();
+      if (c0 + b < record.num_chunks) {
+        const int64_t prow = record.partial_row_base +
+                             static_cast<int64_t>(c0 + b) * record.partial_stride + i;
+        lse[b] = load_global_cg(params.partial_lse + prow);
+        v[b] = load_global_cg(partial_o + prow * HEAD_DIM + part * 8);
+      }
+    }
+    float batch_max = lse_max;
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) batch_max = fmaxf(batch_max, lse[b]);
+    if (batch_max == neg_inf()) continue;  // no chunk so far saw a token
+    // 2^(-inf) = 0: the first batch with a token scales the empty sums by 0.
+    const float rescale = fast_exp2(lse_max - batch_max);
+    weight_sum *= rescale;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc[k] *= rescale;
+    lse_max = batch_max;
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      if (c0 + b >= record.num_chunks) break;
+      const float w = fast_exp2(lse[b] - lse_max);
       weight_sum += w;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         float lo, hi;
-        unpack2<DType>(v.w[k], lo, hi);
+        unpack2<DType>(v[b].w[k], lo, hi);
         acc[2 * k] += w * lo;
         acc[2 * k + 1] += w * hi;
       }
@@ -86,7 +107,9 @@ __device__ __forceinline__ void merge_row(const MlaParams& params, const MlaMerg
 }
 
 // Merges this CTA's records: merge_records[merge_indptr[cta] .. merge_indptr[cta + 1]).
-template <typename DType, int HEAD_DIM, int NUM_THREADS>
+// BATCH: the chunks whose loads a thread keeps in flight (5 registers each), as the caller's
+// register budget allows.
+template <typename DType, int HEAD_DIM, int NUM_THREADS, int BATCH = 8>
 __device__ __forceinline__ void merge_partials(const MlaParams& params) {
   constexpr int kThreadsPerRow = HEAD_DIM / 8;
   static_assert(NUM_THREADS % kThreadsPerRow == 0, "a row's threads must not straddle the block");
@@ -98,7 +121,7 @@ __device__ __forceinline__ void merge_partials(const MlaParams& params) {
   for (int32_t r = first; r < last; ++r) {
     const MlaMergeRecord record = params.merge_records[r];
     for (int32_t i = threadIdx.x / kThreadsPerRow; i < record.num_rows; i += kRowsPerPass) {
-      merge_row<DType, HEAD_DIM>(params, record, i, part);
+      merge_row<DType, HEAD_DIM, BATCH>(params, record, i, part);
     }
   }
 }

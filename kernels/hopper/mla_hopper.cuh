@@ -56,6 +56,10 @@ struct HopperConfig {
   static constexpr int kScoresRegisters = 120;
   static constexpr int kOutputRegisters = 160;
   static constexpr int kProducerRegisters = 56;
+  // The merge after the roles' loops runs in every thread at the launch's 128 registers
+  // (65536 / kThreads), enough for kMergeBatch chunks' loads in flight.
+  static constexpr int kMergeRegisters = 128;
+  static constexpr int kMergeBatch = 8;
   static constexpr int kRows = 64;      // packed query rows per CTA: the wgmma M
   static constexpr int kTile = 64;      // KV tokens per tile: N of Q K^T, K of P V
   static constexpr int kStages = 2;
@@ -738,15 +742,22 @@ __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTm
   }
 }
 
-// The grid barrier (cooperative launch) and the merge of split tiles.
+// The grid barrier (cooperative launch) and the merge of split tiles, by every thread at the
+// registers of a CTA at launch (each role sets them back to kMergeRegisters first), with
+// BATCH chunks' loads in flight per thread.
 template <typename C>
 __device__ __forceinline__ void merge_phase(const MlaParams& params) {
   if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
-  if (params.phase != 1) merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads>(params);
+  if (params.phase != 1) {
+    merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads, C::kMergeBatch>(params);
+  }
 }
 
 // Each role is one branch of one if/else chain, whole, with its setmaxnreg first: the form in
 // which ptxas honours setmaxnreg (otherwise it keeps the entry cap of 168 registers and spills).
+// The CTA meets once every role holds its registers: a role that went back to
+// kMergeRegisters before the output warpgroups had taken theirs (a CTA without work items, or
+// the merge launch) would take registers they wait for, and the CTA would hang.
 template <typename Config>
 __global__ void __launch_bounds__(Config::kThreads, 1)
     mla_hopper_kernel(const __grid_constant__ MlaParams params, const __grid_constant__ HopperTma tma) {
@@ -776,21 +787,26 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   const bool attend = params.phase != 2;
   if (role.group == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kScoresRegisters));
+    block_barrier_across_roles();
     if (attend) for_each_item<Config, HopperRoleKind::kScores>(params, tma, sm, role);
-    merge_phase<Config>(params);
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   } else if (role.group == 1) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
+    block_barrier_across_roles();
     if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
-    merge_phase<Config>(params);
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   } else if (role.group == 2) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
+    block_barrier_across_roles();
     if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
-    merge_phase<Config>(params);
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   } else {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kProducerRegisters));
+    block_barrier_across_roles();
     if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
-    merge_phase<Config>(params);
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   }
+  merge_phase<Config>(params);
 }
 
 }  // namespace mlajit_kernel
