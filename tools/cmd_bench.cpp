@@ -234,6 +234,17 @@ void print_plan(const std::vector<MlaBenchShape>& shapes, bool json) {
   std::printf("%zu shapes\n", shapes.size());
 }
 
+// The peers were timed on an H200: on any other card a ratio to them would compare two GPUs,
+// not two kernels, so there the columns stay empty, saying why.
+bool peers_measured_on(const std::string& device_name) {
+  if (device_name.find("H200") != std::string::npos) return true;
+  std::fprintf(stderr,
+               "mlajit bench: the peer timings were measured on an H200 and this device is %s: "
+               "no vs FA2/FA3/FlashMLA ratios (time the peers on this card to compare)\n",
+               device_name.c_str());
+  return false;
+}
+
 // --plot without --csv: the CSV goes next to the picture.
 std::string csv_path_for(const BenchArgs& args) {
   if (!args.csv.empty() || args.plot.empty()) return args.csv;
@@ -286,9 +297,10 @@ int run_bench(const BenchArgs& args, const CLI::App& app) {
   options.warmup = args.warmup;
   options.device = args.device;
   MlaBench bench(options);
+  const bool peers_apply = peers_measured_on(device_summary(args.device).name);
   std::vector<BenchRow> rows;
   for (const auto& shape : shapes) {
-    rows.push_back({bench.run(shape), peer_timings_for(shape)});
+    rows.push_back({bench.run(shape), peers_apply ? peer_timings_for(shape) : PeerTimings{}});
     std::fprintf(stderr, "mlajit bench: %s: %.1f us\n", rows.back().result.spec.c_str(),
                  rows.back().result.median_us);
   }
