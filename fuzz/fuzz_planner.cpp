@@ -194,14 +194,18 @@ void check_plan(const Batch& b, const mlajit::plan::Plan& plan) {
     if (split) {
       const int64_t packed = int64_t{items[0]->q_len} * in.num_heads;
       const int64_t rows = std::min<int64_t>(plan.tile_rows, packed - tile.second);
-      split_pieces += (rows + mlajit::plan::kMergePieceRows - 1) / mlajit::plan::kMergePieceRows;
+      split_pieces += (rows + plan.merge_piece_rows - 1) / plan.merge_piece_rows;
     }
   }
+  check(plan.merge_piece_rows >= 1 && plan.merge_piece_rows <= mlajit::plan::kMergePieceRows,
+        "merge piece rows in 1..kMergePieceRows");
+  check(in.fixed_chunk_tokens == 0 || plan.merge_piece_rows == mlajit::plan::kMergePieceRows,
+        "batch-invariant plans cut merge pieces of kMergePieceRows rows");
   check(static_cast<int64_t>(plan.merge_records.size()) == split_pieces,
         "one merge record per piece of a split tile");
   for (const auto& record : plan.merge_records) {
     check(record.num_chunks >= 2 && record.num_rows >= 1 &&
-              record.num_rows <= mlajit::plan::kMergePieceRows,
+              record.num_rows <= plan.merge_piece_rows,
           "merge record sizes");
     check(record.partial_row_base >= 0 &&
               record.partial_row_base + int64_t{record.num_chunks - 1} * record.partial_stride +

@@ -412,6 +412,42 @@ TEST_CASE("a tile split in two chunks gets two partial row blocks and merge reco
   }
 }
 
+TEST_CASE("a lone request's merge spreads over the grid in one-row pieces") {
+  Batch batch;
+  batch.num_heads = 128;
+  batch.add(1, 16384);  // 128 packed rows, two 64-row tiles
+  PlanInput in = input_for(batch, 132, 1);
+  const Plan plan = make_plan(in);
+  REQUIRE(plan.partial_rows > 0);  // it splits
+  CHECK(plan.merge_piece_rows == 1);
+  REQUIRE(plan.merge_records.size() == 128);
+  std::vector<int> rows_seen(128, 0);
+  int busy_ctas = 0;
+  for (size_t cta = 0; cta + 1 < plan.merge_indptr.size(); ++cta) {
+    const int records = plan.merge_indptr[cta + 1] - plan.merge_indptr[cta];
+    CHECK(records <= 1);  // one piece per CTA while there are more CTAs than rows
+    busy_ctas += records;
+  }
+  CHECK(busy_ctas == 128);
+  for (const MlaMergeRecord& record : plan.merge_records) {
+    CHECK(record.num_rows == 1);
+    ++rows_seen[record.packed_q_start];
+  }
+  CHECK(std::count(rows_seen.begin(), rows_seen.end(), 1) == 128);
+
+  // Many split rows: full pieces, as before.
+  Batch big;
+  big.num_heads = 128;
+  for (int r = 0; r < 16; ++r) big.add(1, 16384);
+  CHECK(make_plan(input_for(big, 132, 1)).merge_piece_rows == plan::kMergePieceRows);
+
+  // Batch-invariant: a row's summation order follows its piece, so pieces stay full.
+  in.fixed_chunk_tokens = 1024;
+  const Plan invariant = make_plan(in);
+  CHECK(invariant.merge_piece_rows == plan::kMergePieceRows);
+  for (const MlaMergeRecord& record : invariant.merge_records) CHECK(record.num_rows == plan::kMergePieceRows);
+}
+
 TEST_CASE("causal tiles of a multi-token request see only up to their last query") {
   Batch batch;
   batch.num_heads = 16;

@@ -745,11 +745,14 @@ __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTm
 // The grid barrier (cooperative launch) and the merge of split tiles, by every thread at the
 // registers of a CTA at launch (each role sets them back to kMergeRegisters first), with
 // BATCH chunks' loads in flight per thread.
+// Its scratch is Q's tile: the grid barrier's block barrier comes after the last item.
 template <typename C>
-__device__ __forceinline__ void merge_phase(const MlaParams& params) {
+__device__ __forceinline__ void merge_phase(const MlaParams& params, unsigned char* dynamic_smem) {
+  static_assert(C::kTileBytes >= kMergeScratchBytes<C::kThreads>, "the merge's scratch fits in Q's tile");
   if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
   if (params.phase != 1) {
-    merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads, C::kMergeBatch>(params);
+    merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads, C::kMergeBatch>(
+        params, reinterpret_cast<float*>(dynamic_smem));
   }
 }
 
@@ -806,7 +809,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   }
-  merge_phase<Config>(params);
+  merge_phase<Config>(params, hopper_smem);
 }
 
 }  // namespace mlajit_kernel

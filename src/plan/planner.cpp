@@ -726,13 +726,31 @@ void fill_work(const PlanInput& in, const std::vector<Tile>& tiles, const Candid
   plan.cta_cost = chosen.assignment.load;
 }
 
-// Each split tile's valid rows are cut into kMergePieceRows pieces; the pieces go to the
-// flat CTAs longest-first by rows x chunks, each CTA's records in tile order.
+// Rows per merge piece: as few as make about one piece per CTA, at most kMergePieceRows, so
+// that a lone request's merge (128 heads: 128 rows of 64 chunks at L=16384) spreads over the
+// grid instead of 16 CTAs each reading 512 KiB from L2. A batch-invariant plan keeps
+// kMergePieceRows: the kernel's summation order within a row follows its piece's rows, which
+// must not depend on the rest of the batch.
+int merge_piece_rows(const PlanInput& in, const std::vector<Tile>& tiles, const Chunking& chunking,
+                     int ctas) {
+  if (in.fixed_chunk_tokens > 0) return kMergePieceRows;
+  int64_t split_rows = 0;
+  for (size_t t = 0; t < tiles.size(); ++t) {
+    if (chunking.chunks_per_tile[t] >= 2) split_rows += tiles[t].rows;
+  }
+  return static_cast<int>(std::clamp<int64_t>(ceil_div(split_rows, int64_t{ctas}), 1, kMergePieceRows));
+}
+
+// Each split tile's valid rows are cut into pieces of Plan::merge_piece_rows; the pieces go
+// to the flat CTAs longest-first by rows x chunks, each CTA's records in tile order.
 void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunking& chunking,
                 const std::vector<int64_t>& partial_base, const Geometry& g, Plan& plan) {
+  const int ctas = g.cluster_size * g.grid_y;
+  const int piece_rows = merge_piece_rows(in, tiles, chunking, ctas);
+  plan.merge_piece_rows = piece_rows;
   size_t piece_count = 0;
   for (size_t t = 0; t < tiles.size(); ++t) {
-    if (chunking.chunks_per_tile[t] >= 2) piece_count += (tiles[t].rows + kMergePieceRows - 1) / kMergePieceRows;
+    if (chunking.chunks_per_tile[t] >= 2) piece_count += (tiles[t].rows + piece_rows - 1) / piece_rows;
   }
   Scratch& scratch = thread_scratch();
   std::vector<MlaMergeRecord>& pieces = scratch.pieces;
@@ -744,18 +762,17 @@ void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunk
   for (size_t t = 0; t < tiles.size(); ++t) {
     const int chunks = chunking.chunks_per_tile[t];
     if (chunks < 2) continue;
-    for (int32_t offset = 0; offset < tiles[t].rows; offset += kMergePieceRows) {
+    for (int32_t offset = 0; offset < tiles[t].rows; offset += piece_rows) {
       MlaMergeRecord& record = pieces.emplace_back();  // filled in place, as fill_item says
       record.q_token_base = in.qo_indptr[tiles[t].request];
       record.packed_q_start = tiles[t].packed_start + offset;
-      record.num_rows = std::min(kMergePieceRows, tiles[t].rows - offset);
+      record.num_rows = std::min(piece_rows, tiles[t].rows - offset);
       record.partial_row_base = static_cast<int32_t>(partial_base[t] + offset);
       record.num_chunks = chunks;
       record.partial_stride = g.tile_rows;
       costs.push_back(int64_t{record.num_rows} * chunks);
     }
   }
-  const int ctas = g.cluster_size * g.grid_y;
   Assignment& assignment = scratch.pieces_assignment;
   assign_longest_first(costs, ctas, assignment, scratch.longest_first);
   std::vector<int>& order = scratch.order;

@@ -14,9 +14,10 @@ namespace mlajit::plan {
 using mlajit_kernel::MlaMergeRecord;
 using mlajit_kernel::MlaWorkItem;
 
-// Packed rows per merge record piece. The kernel gives each row head_dim_ckv / 8 threads (a
-// 256-thread CTA merges 4 rows of 512, or 8 of 256, per pass), and a split tile's merge
-// spreads over up to tile_rows / 8 CTAs.
+// The most packed rows a merge record (piece) holds. The kernel gives each row head_dim_ckv /
+// 8 threads (a 256-thread CTA merges 4 rows of 512, or 8 of 256, per pass) and shares a row's
+// chunks between those row groups when a piece has fewer rows than the CTA has groups, so
+// pieces shrink (Plan::merge_piece_rows) until there are about as many as CTAs.
 inline constexpr int kMergePieceRows = 8;
 
 // The planner's cost model, in KV-token units: what one work item costs beyond its tokens by
@@ -58,6 +59,9 @@ struct Plan {
   std::vector<int64_t> cta_cost;            // modelled cost per CTA pair (for tests/bench)
   int64_t kv_chunk = 0;                     // chunk length limit chosen (tokens, kv_tile multiple)
   int64_t item_overhead_tokens = kItemOverheadTokens;  // the input's, which cta_cost counts
+  // Rows of each merge piece of a split tile (its last piece: the rest), 1..kMergePieceRows;
+  // kMergePieceRows in a batch-invariant plan, where a row's summation order follows it.
+  int merge_piece_rows = kMergePieceRows;
 };
 
 // Modelled cost of one work item: KV tokens it reads plus a fixed per-item overhead

@@ -5,9 +5,10 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 struct Dim { unsigned x = 0, y = 0, z = 0; };
-static Dim blockIdx, threadIdx, gridDim;
+static thread_local Dim blockIdx, threadIdx, gridDim;
 #define __device__
 #define __forceinline__ inline
 #include "common/ptx_dtype.cuh"
@@ -23,16 +24,24 @@ uint16_t to_bits(float v) { return Dtype16<T>::pack(v, 0) & 0xffffu; }
 template <typename T>
 float from_bits(uint16_t b) { return Dtype16<T>::to_float(b); }
 
-// Runs every thread of every CTA through merge_partials<T, kDim, THREADS>.
+// Runs every CTA in turn, its THREADS threads at once (they meet at the merge's block
+// barriers), each through merge_partials<T, kDim, THREADS> with NaN-poisoned scratch.
 template <typename T, int THREADS>
 void run_merge(const MlaParams& p, int ctas) {
-  gridDim.x = ctas;
-  for (int cta = 0; cta < ctas; ++cta)
-    for (int t = 0; t < THREADS; ++t) {
-      blockIdx.x = cta;
-      threadIdx.x = t;
-      merge_partials<T, kDim, THREADS>(p);
-    }
+  host_block_barrier().threads = THREADS;
+  for (int cta = 0; cta < ctas; ++cta) {
+    std::vector<float> scratch(kMergeScratchBytes<THREADS> / sizeof(float), NAN);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < THREADS; ++t)
+      threads.emplace_back([&, t] {
+        gridDim.x = ctas;
+        blockIdx.x = cta;
+        blockIdx.y = 0;
+        threadIdx.x = t;
+        merge_partials<T, kDim, THREADS>(p, scratch.data());
+      });
+    for (auto& thread : threads) thread.join();
+  }
 }
 
 template <typename T, int THREADS>
@@ -90,7 +99,6 @@ int trial(std::mt19937_64& rng, int index) {
   p.out_stride_head = out_stride_head;
   p.num_heads = heads;
   p.lse_base_e = natural;
-  blockIdx.y = 0;
   run_merge<T, THREADS>(p, ctas);
 
   double err = 0, norm = 0, lse_err = 0;

@@ -20,5 +20,5 @@ perl -0 -pe 's/asm volatile\("ld\.global\.cg\.v4\.u32.*?"l"\(pointer\)\);/std::m
   "$kernels/common/mla_merge.cuh" > "$work/mla_merge_host.cuh"
 [[ $(grep -c 'asm' "$work/mla_merge_host.cuh") == 0 ]] ||
   { echo "mla_merge.cuh holds asm this emulation does not replace: update run_partials.sh" >&2; exit 1; }
-g++ -std=c++17 -O1 -I"$work" -I"$here" "$here/emulate_partials.cpp" -o "$work/emulate_partials"
+g++ -std=c++17 -O1 -pthread -I"$work" -I"$here" "$here/emulate_partials.cpp" -o "$work/emulate_partials"
 "$work/emulate_partials"
