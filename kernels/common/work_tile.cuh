@@ -38,6 +38,31 @@ __device__ __forceinline__ WorkTile make_work_tile(const MlaWorkItem& item, int3
   return t;
 }
 
+// Where local row `local_row` of the tile reads its query: its q_nope and q_pe rows. A row
+// past the tile's valid rows reads row 0's (valid = false: the caller zero-fills it), so
+// that no address leaves the request.
+template <typename QType>
+struct QRowSource {
+  const QType* nope;
+  const QType* pe;
+  bool valid;
+};
+
+template <typename QType>
+__device__ __forceinline__ QRowSource<QType> q_row_source(const MlaParams& p, const WorkTile& t,
+                                                          int local_row) {
+  QRowSource<QType> source;
+  source.valid = local_row < t.rows;
+  const int32_t packed = t.row0 + (source.valid ? local_row : 0);
+  const int64_t token = t.q_token_base + packed / p.num_heads;
+  const int32_t head = packed % p.num_heads;
+  source.nope = static_cast<const QType*>(p.q_nope) + token * p.q_nope_stride_token +
+                head * p.q_nope_stride_head;
+  source.pe = static_cast<const QType*>(p.q_pe) + token * p.q_pe_stride_token +
+              head * p.q_pe_stride_head;
+  return source;
+}
+
 // One past the last token that local row `local_row` of the tile sees.
 template <bool CAUSAL>
 __device__ __forceinline__ int32_t work_row_limit(const MlaWorkItem& item, const WorkTile& t,

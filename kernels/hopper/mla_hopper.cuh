@@ -211,18 +211,11 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const HopperSmem<C>& 
   const int lane8 = role.index % 8;
 #pragma unroll 1
   for (int row = role.index / 8; row < C::kRows; row += C::kGroupThreads / 8) {
-    const bool valid = row < t.rows;
-    const int32_t packed = t.row0 + (valid ? row : 0);
-    const int64_t token = t.q_token_base + packed / p.num_heads;
-    const int32_t head = packed % p.num_heads;
-    const QType* nope = static_cast<const QType*>(p.q_nope) + token * p.q_nope_stride_token +
-                        head * p.q_nope_stride_head;
-    const QType* pe =
-        static_cast<const QType*>(p.q_pe) + token * p.q_pe_stride_token + head * p.q_pe_stride_head;
+    const QRowSource<QType> q = q_row_source<QType>(p, t, row);
 #pragma unroll
     for (int region = 0; region < C::kRegions; ++region) {
-      const QType* src = region < C::kKpeRegion ? nope + region * 64 : pe;
-      cp_async_16(sm.q + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, valid);
+      const QType* src = region < C::kKpeRegion ? q.nope + region * 64 : q.pe;
+      cp_async_16(sm.q + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, q.valid);
     }
   }
   cp_async_commit();

@@ -333,26 +333,19 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const SmemMap<C>& sm,
 #pragma unroll
   for (int pass = 0; pass < C::kQPasses; ++pass) {
     const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
-    const bool valid = row < t.rows;
-    const int32_t packed = t.row0 + (valid ? row : 0);
-    const int32_t token = t.q_token_base + packed / p.num_heads;
-    const int32_t head = packed % p.num_heads;
-    const QType* nope = static_cast<const QType*>(p.q_nope) + token * p.q_nope_stride_token +
-                        head * p.q_nope_stride_head;
-    const QType* pe =
-        static_cast<const QType*>(p.q_pe) + token * p.q_pe_stride_token + head * p.q_pe_stride_head;
+    const QRowSource<QType> q = q_row_source<QType>(p, t, row);
 #pragma unroll
     for (int k = 0; k < C::kCkvChunksPerLane; ++k) {
       const int chunk = lane8 + k * C::kLanesPerRow;
-      cp_async_16(sm.q_nope + Swizzle<C::kCkvChunks>::byte_offset(row, chunk), nope + chunk * C::kChunkElems,
-                  valid);
+      cp_async_16(sm.q_nope + Swizzle<C::kCkvChunks>::byte_offset(row, chunk),
+                  q.nope + chunk * C::kChunkElems, q.valid);
     }
 #pragma unroll
     for (int k = 0; k < C::kKpeChunksPerLane; ++k) {
       const int chunk = lane8 + k * C::kLanesPerRow;
       if (chunk < C::kKpeChunks) {
-        cp_async_16(sm.q_pe + Swizzle<C::kKpeChunks>::byte_offset(row, chunk), pe + chunk * C::kChunkElems,
-                    valid);
+        cp_async_16(sm.q_pe + Swizzle<C::kKpeChunks>::byte_offset(row, chunk),
+                    q.pe + chunk * C::kChunkElems, q.valid);
       }
     }
   }
@@ -715,6 +708,16 @@ struct QkBlock<8> {
   }
 };
 
+// This quad's maximum of accumulator row j (0: row lane / 4, 1: that + 8) over n8 score
+// blocks (QkBlock<8>'s layout: accumulators 2j and 2j + 1), in every lane of the quad.
+template <int BLOCKS>
+__device__ __forceinline__ float quad_row_max(const float (&s)[BLOCKS][QkBlock<8>::kAccs], int j) {
+  float mx = neg_inf();
+#pragma unroll
+  for (int b = 0; b < BLOCKS; ++b) mx = fmaxf(mx, fmaxf(s[b][2 * j], s[b][2 * j + 1]));
+  return quad_max(mx);
+}
+
 // Accumulator row j (0: row lane / 4, 1: row lane / 4 + 8) of blocks o[first, first + N) *= factor.
 template <int N, int BLOCKS>
 __device__ __forceinline__ void scale_row(float (&o)[BLOCKS][8], int first, int j, float factor) {
@@ -1004,10 +1007,7 @@ struct NarrowRows {
     if (qk_warp) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        float mx = neg_inf();
-#pragma unroll
-        for (int b = 0; b < kQkBlocks; ++b) mx = fmaxf(mx, fmaxf(s[b][2 * j], s[b][2 * j + 1]));
-        mx = quad_max(mx);
+        const float mx = quad_row_max(s, j);
         if (role.lane % 4 == 0) sm.row_exchange[role.cta_warp() * 16 + acc_row(role, j)] = mx;
       }
     }

@@ -102,10 +102,7 @@ struct NarrowStreams {
                                                               const ThreadRole& role) {
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      float mx = neg_inf();
-#pragma unroll
-      for (int b = 0; b < kQkBlocks; ++b) mx = fmaxf(mx, fmaxf(s[b][2 * j], s[b][2 * j + 1]));
-      mx = quad_max(mx);
+      const float mx = quad_row_max(s, j);
       if (role.lane % 4 == 0) *exchange(sm, role, role.warp, j) = mx;
     }
     Ring::sync(role);
