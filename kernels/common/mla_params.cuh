@@ -52,7 +52,7 @@ struct MlaParams {
   const MlaWorkItem* work_items;
   const int32_t* merge_indptr;          // [ctas_y * ctas_x + 1]: merge records per CTA
   const MlaMergeRecord* merge_records;
-  uint32_t* barrier;                    // 2 words: arrival counter, generation (zeroed once)
+  uint32_t* barrier;                    // the grid barrier's word (zeroed once)
 
   int64_t q_nope_stride_token, q_nope_stride_head;
   int64_t q_pe_stride_token, q_pe_stride_head;

@@ -742,7 +742,7 @@ __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTm
 template <typename C>
 __device__ __forceinline__ void merge_phase(const MlaParams& params, unsigned char* dynamic_smem) {
   static_assert(C::kTileBytes >= kMergeScratchBytes<C::kThreads>, "the merge's scratch fits in Q's tile");
-  if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
+  if (params.phase == 0) grid_barrier(params.barrier, gridDim.x * gridDim.y);
   if (params.phase != 1) {
     merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads, C::kMergeBatch>(
         params, reinterpret_cast<float*>(dynamic_smem));

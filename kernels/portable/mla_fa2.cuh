@@ -1302,7 +1302,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) mla_fa2_kernel(const __gr
 #pragma unroll 1
     for (int32_t w = first; w < last; ++w) attend_tile<Config>(params, sm, params.work_items[w], role);
   }
-  if (params.phase == 0) grid_barrier(params.barrier, params.barrier + 1, gridDim.x * gridDim.y);
+  if (params.phase == 0) grid_barrier(params.barrier, gridDim.x * gridDim.y);
   if (params.phase != 1) {  // after the grid barrier's block barrier: the tiles are done
     static_assert(sizeof(typename Config::SharedStorage) >= kMergeScratchBytes<Config::kThreads>,
                   "the merge's scratch fits in the tiles' shared memory");

@@ -18,7 +18,7 @@ struct DemoParams {
   const uint32_t* input;  // [n]
   uint64_t* partials;     // [gridDim.x], written in phase 1
   uint64_t* totals;       // [gridDim.x], the total each block computed in phase 2
-  uint32_t* barrier;      // 2 words: arrival counter, generation (zeroed once)
+  uint32_t* barrier;      // the grid barrier's word (zeroed once)
   int64_t n;
   int32_t skip_barrier;   // 1: control run without the barrier (its answer goes wrong)
   int32_t reserved;
@@ -76,7 +76,7 @@ template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK) grid_barrier_demo(const __grid_constant__ DemoParams p) {
   __shared__ uint64_t scratch[BLOCK];
   sum_slice<BLOCK>(p, scratch);
-  if (!p.skip_barrier) grid_barrier(p.barrier, p.barrier + 1, gridDim.x);
+  if (!p.skip_barrier) grid_barrier(p.barrier, gridDim.x);
   sum_partials<BLOCK>(p, scratch);
 }
 

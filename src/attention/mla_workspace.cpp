@@ -11,7 +11,7 @@
 namespace mlajit {
 namespace {
 
-constexpr size_t kBarrierBytes = 256;  // the grid barrier's 2 words, padded
+constexpr size_t kBarrierBytes = 256;  // the grid barrier's word, padded
 
 size_t align_up(size_t value, size_t alignment) {
   return (value + alignment - 1) / alignment * alignment;

@@ -19,12 +19,14 @@ struct DemoRun {
   uint64_t expected = 0;
 };
 
-DemoRun run_demo(const jit::LoadedKernel& kernel, unsigned grid, const std::vector<uint32_t>& input) {
-  driver::DeviceBuffer in(input.size() * 4), partials(grid * 8), totals(grid * 8), barrier(256);
+// `barrier`: the barrier's word, zeroed once by the caller and kept across runs, as a
+// workspace keeps it across launches of other grid sizes.
+DemoRun run_demo(const jit::LoadedKernel& kernel, unsigned grid, const std::vector<uint32_t>& input,
+                 driver::DeviceBuffer& barrier) {
+  driver::DeviceBuffer in(input.size() * 4), partials(grid * 8), totals(grid * 8);
   driver::memcpy_htod(in.ptr(), input.data(), input.size() * 4);
   driver::memset_d8(partials.ptr(), 0xAB, partials.size());  // poison
   driver::memset_d8(totals.ptr(), 0xAB, totals.size());
-  driver::memset_d8(barrier.ptr(), 0, barrier.size());
   mlajit_kernel::DemoParams params{};
   params.input = static_cast<const uint32_t*>(in.data());
   params.partials = static_cast<uint64_t*>(partials.data());
@@ -63,12 +65,17 @@ TEST_CASE("the demo kernel runs cooperatively on a full grid and a larger grid i
   std::mt19937 rng(20261129);
   std::vector<uint32_t> input(3u << 20);
   for (auto& v : input) v = rng();
+  driver::DeviceBuffer barrier(256);
+  driver::memset_d8(barrier.ptr(), 0, barrier.size());
+  // One barrier word for every run, never reset, with grids of other sizes in between.
+  const unsigned grids[] = {grid, grid / 2, grid - 1, 1, grid};
   for (int repeat = 0; repeat < 20; ++repeat) {
-    const DemoRun run = run_demo(*kernel, grid, input);
-    for (unsigned b = 0; b < grid; ++b) REQUIRE(run.totals[b] == run.expected);
+    const unsigned g = grids[repeat % 5];
+    const DemoRun run = run_demo(*kernel, g, input, barrier);
+    for (unsigned b = 0; b < g; ++b) REQUIRE(run.totals[b] == run.expected);
   }
   try {
-    run_demo(*kernel, grid + 1, input);
+    run_demo(*kernel, grid + 1, input, barrier);
     FAIL("a cooperative grid one block larger than co-resident capacity was launched");
   } catch (const Error& e) {
     std::printf("grid %u refused: %s\n", grid + 1, e.what());

@@ -32,7 +32,7 @@ edit() {  # file perl-expression: the edit must change the file
   perl -0pi -e "$2" "$1"
   [[ $(md5sum "$1") != "$before" ]] || { echo "prepare-fixed-cost-sitting: no match in $1" >&2; exit 1; }
 }
-no_merge='s/(merge_partials\(const MlaParams& params\) \{\n)/$1  if (params.phase >= 0) return;\n/'
+no_merge='s/(merge_partials\(const MlaParams& params(?:, float\* scratch)?\) \{\n)/$1  if (params.phase >= 0) return;\n/'
 for variant in nomerge nobarrier empty; do edit carry/fc/$variant/common/mla_merge.cuh "$no_merge"; done
 for variant in nobarrier empty; do
   edit carry/fc/$variant/common/grid_barrier.cuh 's/(unsigned num_blocks\) \{\n)/$1  if (num_blocks > 0) return;\n/'
