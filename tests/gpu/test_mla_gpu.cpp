@@ -70,6 +70,17 @@ TEST_CASE("decode matches the reference across heads and page sizes", "[gpu]") {
   }
 }
 
+// A lone long request: the planner cuts each of its rows into more than 32 chunks and gives
+// each CTA a one-row merge piece (test_planner.cpp checks that plan), so the merge shares
+// every row's chunks between the CTA's row groups through shared memory.
+TEST_CASE("a lone long request's merge shares its rows between row groups", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  check_case(fixed_case("lone request H128 page64 kv 16384", shape_of(128, 64), {1}, {16384}, 31));
+  check_case(fixed_case("lone request H16 page16 kv 8191", shape_of(16, 16), {1}, {8191}, 32));
+  check_case(fixed_case("lone request H16 page64 q2 causal kv 9000", shape_of(16, 64, true), {2},
+                        {9000}, 33));
+}
+
 TEST_CASE("edge kv lengths 0, 1, 63, 64 and 4097 are exact", "[gpu]") {
   MLAJIT_REQUIRE_GPU();
   for (bool causal : {false, true}) {
@@ -189,6 +200,16 @@ TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
                   result.lse_error);
       CHECK(result.passed(1e-2));
     }
+  }
+  // Rows of more than 32 chunks: the merge shares them between row groups through shared
+  // memory, across block barriers.
+  auto shared = make_random_case("sanitize shared merge rows", shape_of(16, 64), 1, 1, 8000,
+                                 8192, ++seed);
+  if (testing::runs_on_family_under_test(shared)) {
+    const MlaCheckResult result = run_mla_check(shared);
+    std::printf("%-40s out %.2e lse %.2e\n", shared.name.c_str(), result.out_error,
+                result.lse_error);
+    CHECK(result.passed(1e-2));
   }
 }
 
