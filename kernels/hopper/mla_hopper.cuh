@@ -738,7 +738,8 @@ __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTm
 // The grid barrier (cooperative launch) and the merge of split tiles, by every thread at the
 // registers of a CTA at launch (each role sets them back to kMergeRegisters first), with
 // BATCH chunks' loads in flight per thread.
-// Its scratch is Q's tile: the grid barrier's block barrier comes after the last item.
+// Its scratch is the start of the dynamic shared memory (the alignment slack and Q's tile),
+// free once the grid barrier's block barrier has passed the last item.
 template <typename C>
 __device__ __forceinline__ void merge_phase(const MlaParams& params, unsigned char* dynamic_smem) {
   static_assert(C::kTileBytes >= kMergeScratchBytes<C::kThreads>, "the merge's scratch fits in Q's tile");

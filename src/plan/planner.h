@@ -16,8 +16,9 @@ using mlajit_kernel::MlaWorkItem;
 
 // The most packed rows a merge record (piece) holds. The kernel gives each row head_dim_ckv /
 // 8 threads (a 256-thread CTA merges 4 rows of 512, or 8 of 256, per pass) and shares a row's
-// chunks between those row groups when a piece has fewer rows than the CTA has groups, so
-// pieces shrink (Plan::merge_piece_rows) until there are about as many as CTAs.
+// chunks between those row groups when a piece has fewer rows than the CTA has groups and its
+// rows more than 32 chunks (merge_slices in kernels/common/mla_merge.cuh); pieces shrink
+// (Plan::merge_piece_rows) until there are about as many as CTAs.
 inline constexpr int kMergePieceRows = 8;
 
 // The planner's cost model, in KV-token units: what one work item costs beyond its tokens by

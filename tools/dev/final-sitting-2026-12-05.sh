@@ -1,3 +1,5 @@
+# Run from the sitting folder: cp this file into carry/gpu (scripts/prepare-gpu-sitting.sh; the
+# final sitting also wants build/tests/plan_cost there), then `bash carry/gpu/<this file>` on the device.
 # The final sitting of 2026-12-05: correctness of the tree's kernels (suite on auto and forced
 # to hopper, the FP8 cases, verify), the host planning cost with the upload, the whole auto
 # bench and the 16-head e4m3 shapes. Everything to $OUT.

@@ -1,3 +1,5 @@
+# Run from the sitting folder: cp this file into carry/gpu (scripts/prepare-gpu-sitting.sh; the
+# final sitting also wants build/tests/plan_cost there), then `bash carry/gpu/<this file>` on the device.
 # The merge's shared rows on the GPU: correctness against the float64 reference (auto and each
 # family) and compute-sanitizer racecheck / synccheck on "[.sanitize]" (its new shared case).
 cd "$(dirname "$0")"
