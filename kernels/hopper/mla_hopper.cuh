@@ -94,8 +94,8 @@ struct HopperConfig {
   static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
   // Per stage: full, empty, scaled and one ready barrier per half of P; then the row sums'
-  // barrier.
-  static constexpr int kBarriers = 5 * kStages + 1;
+  // barriers (published, and read).
+  static constexpr int kBarriers = 5 * kStages + 2;
   static constexpr int kSmemBytes = kBarrierOffset + kBarriers * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
@@ -107,7 +107,7 @@ struct HopperConfig {
 };
 
 // Named barriers, one private to each warpgroup that needs one (the whole CTA meets at
-// block_barrier_across_roles, barrier 0).
+// block_barrier_across_roles, barrier 0, only at the start and in the grid barrier and merge).
 enum HopperBarrier : uint32_t {
   kScoresOnly = 1,
   kOutputLeftOnly = 2,
@@ -151,6 +151,7 @@ struct HopperSmem {
   }
   // The scores warpgroup has written the work item's final row sums (one phase per item).
   __device__ __forceinline__ uint32_t sums() const { return full0 + 5 * C::kStages * 8; }
+  __device__ __forceinline__ uint32_t sums_read() const { return sums() + 8; }
 };
 
 // This thread's place: group (0 scores, 1 and 2 output, 3 producer), its index there, warp
@@ -337,17 +338,16 @@ __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const Hop
   cp_async_mbarrier_arrive(sm.full(stage));
 }
 
-// The producer warpgroup's loop over tiles [first_tile, last_tile) of a work item: each stage
-// is refilled once both output warpgroups have read the tile before it in the CTA's sequence,
-// whichever item that tile belonged to.
+// The producer warpgroup's loop over the tiles of a work item: each stage is refilled once
+// both output warpgroups have read the tile before it in the CTA's sequence, whichever item
+// that tile belonged to.
 template <typename C>
 __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperTile& t,
-                                              uint32_t sequence, const HopperRole& role,
-                                              int first_tile, int last_tile) {
-  NextPages<C> pages = NextPages<C>::fetch(p, tma, t, role.index, first_tile);
+                                              uint32_t sequence, const HopperRole& role) {
+  NextPages<C> pages = NextPages<C>::fetch(p, tma, t, role.index, 0);
 #pragma unroll 1
-  for (int tile = first_tile; tile < last_tile; ++tile) {
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
     if (sequence + tile >= C::kStages) {
       mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
@@ -676,27 +676,53 @@ __device__ __forceinline__ void write_output(const MlaParams& p, const float (&o
   }
 }
 
+// The CTA's first item after `w` with rows here (items without rows are skipped by every
+// role), and its tile; w == last when there is none.
+struct ItemCursor {
+  int32_t w;
+  HopperTile t;
+};
+
+template <typename C>
+__device__ __forceinline__ ItemCursor next_item(const MlaParams& p, int32_t w, int32_t last,
+                                                const HopperRole& role) {
+  ItemCursor c;
+  for (c.w = w + 1; c.w < last; ++c.w) {
+    c.t = make_hopper_tile<C>(p, p.work_items[c.w], role);
+    if (c.t.rows > 0) break;
+  }
+  return c;
+}
+
 // One work item, in each role: this CTA's 64 rows of a query tile against one KV chunk.
 // `sequence` counts the tiles the CTA has run so far (the stage ring and its barrier phases),
-// `items` the work items (the row sums' barrier phase).
+// `items` the work items (the row sums' barrier phases).
+// The scores warpgroup's item, which returns the next one (`last`: the CTA's end). Its Q was
+// issued at the end of the previous item when `q_loaded`: this warpgroup loads the next
+// item's Q as soon as its last Q K^T of this one is done (only it reads Q), so that the copies
+// go out before the output warpgroups' stores of this item's output.
 template <typename C>
-__device__ __forceinline__ void scores_item(const MlaParams& p, const HopperSmem<C>& sm,
-                                            const MlaWorkItem& item, uint32_t& sequence,
-                                            uint32_t& items, const HopperRole& role) {
-  const HopperTile t = make_hopper_tile<C>(p, item, role);
-  if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
-  block_barrier_across_roles();  // the previous item is done with Q and the row sums
+__device__ __forceinline__ ItemCursor scores_item(const MlaParams& p, const HopperSmem<C>& sm,
+                                                  const ItemCursor& item, int32_t last,
+                                                  uint32_t& sequence, uint32_t& items,
+                                                  bool& q_loaded, const HopperRole& role) {
+  const HopperTile& t = item.t;
   SoftmaxRows st;
   st.init();
   if (t.num_tiles > 0) {
-    load_q<C>(p, sm, t, role);
+    if (!q_loaded) load_q<C>(p, sm, t, role);
     cp_async_wait<0>();
     fence_proxy_async_shared();
     named_barrier_sync(kScoresOnly, C::kGroupThreads);
   }
   scores_loop<C>(p, sm, t, sequence, st, role);
+  const ItemCursor next = next_item<C>(p, item.w, last, role);
+  q_loaded = next.w < last && next.t.num_tiles > 0;
+  if (q_loaded) load_q<C>(p, sm, next.t, role);
   const bool partial = t.partial_row >= 0;
   const int32_t partial_row0 = t.partial_row + blockIdx.x * C::kRows;
+  // The output warpgroups have read the previous item's row sums.
+  if (items > 0) mbarrier_wait(sm.sums_read(), (items - 1) & 1u);
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int row = role.row(j);
@@ -712,11 +738,12 @@ __device__ __forceinline__ void scores_item(const MlaParams& p, const HopperSmem
       }
     }
   }
-  // The output warpgroups read the row sums after this phase; they read them before the next
-  // item's first barrier, which orders the next item's writes after their reads.
+  // The output warpgroups read the row sums after this phase, and say so on sums_read: with
+  // both barriers each side is at most one item ahead of the other.
   mbarrier_arrive(sm.sums());
   sequence += t.num_tiles;
   ++items;
+  return next;
 }
 
 template <typename C>
@@ -726,7 +753,6 @@ __device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma&
                                             const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;
-  block_barrier_across_roles();
   float o[C::kOutCols / 2];
 #pragma unroll
   for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
@@ -736,32 +762,20 @@ __device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma&
   mbarrier_wait(sm.sums(), items & 1u);
   ++items;
   const float l[2] = {sm.row_sum[role.row(0)], sm.row_sum[role.row(1)]};
+  mbarrier_arrive(sm.sums_read());
   write_output<C>(p, o, l, t, sm, last_stage, role);
 }
 
+// No role waits for another at an item's start: the producer goes on to the next item's tiles
+// as soon as their stages are free, the scores warpgroup as soon as they land.
 template <typename C>
 __device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTma& tma,
-                                              const HopperSmem<C>& sm, int32_t w, int32_t last,
-                                              uint32_t& sequence, uint32_t& items,
-                                              int& prefetched, const HopperRole& role) {
-  const HopperTile t = make_hopper_tile<C>(p, p.work_items[w], role);
+                                              const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                              uint32_t& sequence, const HopperRole& role) {
+  const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;
-  block_barrier_across_roles();
-  producer_loop<C>(p, tma, sm, t, sequence, role, prefetched, t.num_tiles);
+  producer_loop<C>(p, tma, sm, t, sequence, role);
   sequence += t.num_tiles;
-  ++items;
-  // The first tiles of the CTA's next item (items without rows are skipped by every role), as
-  // soon as the stages are free, before that item's barrier: their copies then overlap this
-  // item's last tiles and its output instead of following them. The stage protocol guards
-  // them: only Q, which the scores warpgroup loads after the barrier, needs the barrier.
-  prefetched = 0;
-  for (int32_t next = w + 1; next < last; ++next) {
-    const HopperTile n = make_hopper_tile<C>(p, p.work_items[next], role);
-    if (n.rows <= 0) continue;
-    prefetched = min(C::kStages, n.num_tiles);
-    producer_loop<C>(p, tma, sm, n, sequence, role, 0, prefetched);
-    break;
-  }
 }
 
 // Every role runs its own loop over the CTA's work items.
@@ -771,17 +785,21 @@ template <typename C, HopperRoleKind ROLE>
 __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperRole& role) {
   uint32_t sequence = 0, items = 0;
-  int prefetched = 0;
   const int32_t first = p.work_indptr[blockIdx.y];
   const int32_t last = p.work_indptr[blockIdx.y + 1];
+  if constexpr (ROLE == HopperRoleKind::kScores) {
+    bool q_loaded = false;
+    ItemCursor item = next_item<C>(p, first - 1, last, role);
 #pragma unroll 1
-  for (int32_t w = first; w < last; ++w) {
-    if constexpr (ROLE == HopperRoleKind::kOutput) {
-      output_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
-    } else if constexpr (ROLE == HopperRoleKind::kScores) {
-      scores_item<C>(p, sm, p.work_items[w], sequence, items, role);
-    } else {
-      producer_item<C>(p, tma, sm, w, last, sequence, items, prefetched, role);
+    while (item.w < last) item = scores_item<C>(p, sm, item, last, sequence, items, q_loaded, role);
+  } else {
+#pragma unroll 1
+    for (int32_t w = first; w < last; ++w) {
+      if constexpr (ROLE == HopperRoleKind::kOutput) {
+        output_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
+      } else {
+        producer_item<C>(p, tma, sm, p.work_items[w], sequence, role);
+      }
     }
   }
 }
@@ -824,6 +842,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
       mbarrier_init(sm.ready(stage, 1), Config::kGroupThreads);
     }
     mbarrier_init(sm.sums(), Config::kGroupThreads);
+    mbarrier_init(sm.sums_read(), Config::kOutputThreads);
     fence_barrier_init();
   }
   __syncthreads();

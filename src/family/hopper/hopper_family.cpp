@@ -34,11 +34,11 @@ const TileConfig kTile{kStages, kTileTokens, false, kRows};
 
 // Q and each KV stage: 64 rows of 576 16-bit values; then a row of rescale factors per stage,
 // the final row sums, five mbarriers per stage (full, empty, scaled, and ready for each half of
-// P) and one for the row sums; 1 KiB of slack to align the base to the 128-byte swizzle's 1 KiB
-// atom.
+// P) and two for the row sums (published, read); 1 KiB of slack to align the base to the
+// 128-byte swizzle's 1 KiB atom.
 int shared_storage_bytes() {
   const int tile = kRows * (kHeadDims.ckv + kHeadDims.kpe) * 2;
-  return (1 + kStages) * tile + kStages * kRows * 4 + kRows * 4 + (5 * kStages + 1) * 8 + 1024;
+  return (1 + kStages) * tile + kStages * kRows * 4 + kRows * 4 + (5 * kStages + 2) * 8 + 1024;
 }
 
 const char* kernel_type(DType dtype) {
