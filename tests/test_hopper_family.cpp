@@ -105,7 +105,7 @@ TEST_CASE("hopper specs target sm_90a with its one tile, and its program launche
         "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<mlajit_kernel::f16_t, "
         "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 512, 64, true>>");
   CHECK(program.geometry.threads_per_block == 512);
-  // Q and two KV stages of 64 x 576 x 2 B, a factor row per stage, the row sums, 11 barriers,
+  // Q and two KV stages of 64 x 576 x 2 B, a factor row per stage, the row sums, 12 barriers,
   // and 1 KiB to align the swizzled tiles.
   CHECK(program.geometry.dynamic_smem_bytes == 3 * 73728 + 2 * 256 + 256 + 96 + 1024);
   CHECK(program.geometry.cooperative);

@@ -12,8 +12,8 @@
 //    Q K^T, the exponentials and the publication;
 //  - the output warpgroups (1: columns 0-255, 2: columns 256-511) accumulate P V from the
 //    published P, each holding half of O;
-//  - the producer warpgroup (3) refills a stage as soon as both output warpgroups have read
-//    it: one TMA thread with the page ids read a tile ahead (joined, in launches bound by
+//  - the producer warpgroup (3) refills a stage as soon as both output warpgroups are done
+//    with it (an item's last stage, once they have also written O through it): one TMA thread with the page ids read a tile ahead (joined, in launches bound by
 //    memory, by the other threads' cp.async for the last regions), or 128 gathering threads.
 // While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
 // Per stage, mbarriers say the copy is full, the rescale factors and each half of P are
@@ -85,7 +85,7 @@ struct HopperConfig {
   using Tile = Sw128Tile<kRows>;
   static constexpr int kTileBytes = kRegions * Tile::kRegionBytes;  // Q, or one KV stage
   // Q, the KV stages, the rescale factors of the current tile, the final row sums, the
-  // stage barriers and the row sums' barrier; from a base rounded up to 1 KiB (the swizzle atom: the hardware swizzles
+  // stage barriers and the row sums' two barriers; from a base rounded up to 1 KiB (the swizzle atom: the hardware swizzles
   // by address bits), hence the slack.
   static constexpr int kQOffset = 0;
   static constexpr int kKvOffset = kTileBytes;
@@ -339,8 +339,8 @@ __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const Hop
 }
 
 // The producer warpgroup's loop over the tiles of a work item: each stage is refilled once
-// both output warpgroups have read the tile before it in the CTA's sequence, whichever item
-// that tile belonged to.
+// both output warpgroups are done with the tile before it in the CTA's sequence (read it, or
+// for an item's last tile also written O through it), whichever item that tile belonged to.
 template <typename C>
 __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperTile& t,
@@ -604,9 +604,11 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
 // would each touch 8 rows in 16-byte pieces: on the H100 that took 7,800-15,000 cycles an
 // item (the CTA's whole output, longer when every SM writes at once), while the next item's
 // P V waited. So each output warpgroup first stages its half of O, scaled by 1 / row sum, in
-// its own V regions of the item's last stage (its last P V is done with them; no other
-// warpgroup reads them), then writes whole 512-byte row halves from there, and only then
-// releases the stage to the producer.
+// its own V regions of the item's last stage, then writes whole 512-byte row halves from
+// there, and only then releases the stage to the producer. Those regions are free: a wgmma is
+// one operation of the whole warpgroup, so a warp past its wait on the last P V knows all four
+// warps' reads of them done; the other output warpgroup reads other regions, and the scores
+// warpgroup's Q K^T of that tile was done before it published P.
 template <typename C>
 __device__ __forceinline__ void stage_output(const float (&o)[C::kOutCols / 2], const float (&l)[2],
                                              uint32_t staging, const HopperRole& role) {
@@ -670,7 +672,7 @@ __device__ __forceinline__ void write_output(const MlaParams& p, const float (&o
   }
   store_output_rows<C>(p, t, staging, staged, role);
   if (staged) {
-    // The stage's next fill is the async proxy's: order this warpgroup's use of it first.
+    // A TMA fill of the stage is the async proxy's: order this warpgroup's use of it first.
     fence_proxy_async_shared();
     mbarrier_arrive(sm.empty(last_stage));
   }
@@ -694,13 +696,16 @@ __device__ __forceinline__ ItemCursor next_item(const MlaParams& p, int32_t w, i
   return c;
 }
 
-// One work item, in each role: this CTA's 64 rows of a query tile against one KV chunk.
-// `sequence` counts the tiles the CTA has run so far (the stage ring and its barrier phases),
-// `items` the work items (the row sums' barrier phases).
-// The scores warpgroup's item, which returns the next one (`last`: the CTA's end). Its Q was
-// issued at the end of the previous item when `q_loaded`: this warpgroup loads the next
-// item's Q as soon as its last Q K^T of this one is done (only it reads Q), so that the copies
-// go out before the output warpgroups' stores of this item's output.
+// One work item, in each role (scores_item, output_item, producer_item): this CTA's 64 rows
+// of a query tile against one KV chunk. `sequence` counts the tiles the CTA has run so far
+// (the stage ring and its barrier phases), `items` the work items (the row sums' barrier
+// phases).
+// The scores warpgroup's item, which returns the next one (`last`: the CTA's end; its tile is
+// then unset). Its Q was issued at the end of the previous item when `q_loaded`: this
+// warpgroup loads the next item's Q as soon as its last Q K^T of this one is done (only it
+// reads Q; a wgmma is one operation of the whole warpgroup, so a warp past its wait knows all
+// four warps' reads of Q done), so that the copies go out before the output warpgroups'
+// stores of this item's output.
 template <typename C>
 __device__ __forceinline__ ItemCursor scores_item(const MlaParams& p, const HopperSmem<C>& sm,
                                                   const ItemCursor& item, int32_t last,
