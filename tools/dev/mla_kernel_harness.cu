@@ -694,6 +694,50 @@ int main(int argc, char** argv) {
   std::printf("device %s, %d SMs, %zu B smem/SM\n", prop.name, prop.multiProcessorCount, prop.sharedMemPerMultiprocessor);
   const uint32_t seed = 20261129;
   std::printf("seed %u\n", seed);
+  if (argc > 5 && std::strcmp(argv[1], "--one") == 0) {  // --one H B L page: one timed shape (tier 1)
+    const int H = std::atoi(argv[2]), B = std::atoi(argv[3]), L = std::atoi(argv[4]), page = std::atoi(argv[5]);
+    const int sms = prop.multiProcessorCount;
+    time_shape<Spec<bf16_t, 512, 64, false, 2, 64, true>>("one", H, B, L, page, H > 64 ? 2 : 1,
+                                                           H > 64 ? sms / 2 : sms, true);
+#ifdef HARNESS_TRACE
+    // Needs a kernels/ copy made by tools/dev/trace/portable_trace.py. The last launch's stamps
+    // of CTA (0,0), in cycles from its entry; every CTA's %globaltimer spread.
+    static long long tile[512][5], item[8][7], kern[4];
+    static unsigned long long cta[1024][3];
+    CHECK_CUDA(cudaMemcpyFromSymbol(tile, g_ptrace_tile, sizeof(tile)));
+    CHECK_CUDA(cudaMemcpyFromSymbol(item, g_ptrace_item, sizeof(item)));
+    CHECK_CUDA(cudaMemcpyFromSymbol(kern, g_ptrace_kernel, sizeof(kern)));
+    CHECK_CUDA(cudaMemcpyFromSymbol(cta, g_ptrace_cta, sizeof(cta)));
+    const long long t0 = kern[0];
+    std::printf("TRACE H%d B%d L%d page%d, cycles from CTA 0's entry\n", H, B, L, page);
+    std::printf("kernel  items done %lld, after grid barrier %lld, end %lld\n", kern[1] - t0,
+                kern[2] - t0, kern[3] - t0);
+    const char* item_names[7] = {"start", "barrier", "issued", "loop done", "normalized", "staged", "stored"};
+    for (int it = 0; it < 3; ++it) {
+      std::printf("item%d  ", it);
+      for (int k = 0; k < 7; ++k) std::printf(" %s=%lld", item_names[k], item[it][k] ? item[it][k] - t0 : -1);
+      std::printf("\n");
+    }
+    const int tiles = std::min(3 * ((L + 63) / 64), 48);
+    for (int tl = 0; tl < tiles; ++tl) {
+      std::printf("tile%02d  top=%lld landed=%lld qk=%lld softmax=%lld pv=%lld\n", tl,
+                  tile[tl][0] - t0, tile[tl][1] - t0, tile[tl][2] - t0, tile[tl][3] - t0, tile[tl][4] - t0);
+    }
+    unsigned long long g0 = ~0ull;
+    const int n = std::min(1024, sms);
+    for (int c = 0; c < n; ++c) g0 = std::min(g0, cta[c][0]);
+    std::vector<double> span[3];
+    for (int c = 0; c < n; ++c)
+      for (int k = 0; k < 3; ++k) span[k].push_back(double(cta[c][k] - g0) / 1000.0);
+    const char* cta_names[3] = {"entry", "items done", "end"};
+    for (int k = 0; k < 3; ++k) {
+      std::sort(span[k].begin(), span[k].end());
+      std::printf("CTAS %-10s us min %.2f median %.2f max %.2f\n", cta_names[k], span[k].front(),
+                  span[k][span[k].size() / 2], span[k].back());
+    }
+#endif
+    return 0;
+  }
   if (!timing_only) {
     run_config<Spec<bf16_t, 512, 64, true, 2, 64, true>>(true, seed);
     run_config<Spec<bf16_t, 512, 64, false, 2, 64, true>>(true, seed + 100);
