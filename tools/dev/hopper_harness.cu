@@ -707,28 +707,75 @@ int main(int argc, char** argv) {
     const int sms = prop.multiProcessorCount;
     time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
 #ifdef HARNESS_TRACE
-    // Needs the kernel's clock64 stamps: git apply
-    // tools/dev/results/sitting-2026-12-02/hopper-trace-stamps.patch. Per role, stamp k of
-    // tiles 8..47 of CTA 0, averaged, relative to the scores warpgroup's start of the same tile.
-    static long long trace[4][512][8];
-    CHECK_CUDA(cudaMemcpyFromSymbol(trace, g_trace, sizeof(trace)));
-    const char* names[4] = {"scores", "out-left", "out-right", "producer"};
-    for (int role = 0; role < 4; ++role) {
-      std::printf("%-9s", names[role]);
-      for (int k = 0; k < 8; ++k) {
-        double a = 0;
-        for (int t = 8; t < 48; ++t) a += trace[role][t][k] - trace[0][t][0];
-        std::printf(" s%d=%6.0f", k, a / 40);
+    // Needs the kernel's stamps: git apply tools/dev/trace/hopper-trace.patch. Stamps of CTA
+    // (0,0), thread 0 of each warpgroup, in cycles from its entry: per kernel phase, per work
+    // item and per tile of the CTA's sequence; every CTA's %globaltimer spread. A stamp right
+    // after a CTA barrier reads the clock before the barrier releases the warp
+    // (BAR.SYNC.DEFER_BLOCKING): take the next stamp that follows a memory access instead.
+    {
+      static long long trace[4][512][8], item[4][8][8], kern[4][8];
+      static unsigned long long cta[1024][4];
+      CHECK_CUDA(cudaMemcpyFromSymbol(trace, g_trace, sizeof(trace)));
+      CHECK_CUDA(cudaMemcpyFromSymbol(item, g_item, sizeof(item)));
+      CHECK_CUDA(cudaMemcpyFromSymbol(kern, g_kernel, sizeof(kern)));
+      CHECK_CUDA(cudaMemcpyFromSymbol(cta, g_cta, sizeof(cta)));
+      const long long t0 = kern[0][0];
+      const char* names[4] = {"scores", "out-left", "out-right", "producer"};
+      std::printf("TRACE H%d B%d L%d page%d (cycles from CTA 0's entry)\n", H, B, L, page);
+      for (int r = 0; r < 4; ++r) {
+        std::printf("kernel %-9s", names[r]);
+        for (int k = 0; k < 5; ++k) std::printf(" k%d=%7lld", k, kern[r][k] - t0);
+        std::printf("\n");
       }
-      std::printf("\n");
+      const int tiles_per_item = (L + 63) / 64;
+      for (int it = 0; it < 3; ++it) {
+        for (int r = 0; r < 4; ++r) {
+          std::printf("item%d %-9s", it, names[r]);
+          for (int k = 0; k < 7; ++k) std::printf(" i%d=%7lld", k, item[r][it][k] == 0 ? -1 : item[r][it][k] - t0);
+          std::printf("\n");
+        }
+      }
+      const int show = std::min(3 * tiles_per_item, 40);
+      for (int tl = 0; tl < show; ++tl) {
+        for (int r = 0; r < 4; ++r) {
+          std::printf("tile%02d %-9s", tl, names[r]);
+          for (int k = 0; k < 8; ++k) std::printf(" s%d=%7lld", k, trace[r][tl][k] == 0 ? -1 : trace[r][tl][k] - t0);
+          std::printf("\n");
+        }
+      }
+      const int n = std::min(1024, sms);
+      std::vector<double> st, mid, en;
+      unsigned long long g0 = ~0ull;
+      for (int c = 0; c < n; ++c) g0 = std::min(g0, cta[c][0]);
+      for (int c = 0; c < n; ++c) {
+        st.push_back(double(cta[c][0] - g0) / 1000.0);
+        mid.push_back(double(cta[c][1] - g0) / 1000.0);
+        en.push_back(double(cta[c][2] - g0) / 1000.0);
+      }
+      auto q = [](std::vector<double> v, double f) { std::sort(v.begin(), v.end()); return v[size_t(f * (v.size() - 1))]; };
+      std::printf("CTAS (us from the first CTA's entry, globaltimer): entry min %.2f med %.2f max %.2f | "
+                  "attention done min %.2f med %.2f max %.2f | end min %.2f med %.2f max %.2f\n",
+                  q(st, 0), q(st, .5), q(st, 1), q(mid, 0), q(mid, .5), q(mid, 1), q(en, 0), q(en, .5), q(en, 1));
+      if (tiles_per_item >= 48) {  // the steady state: tiles 8..47 averaged, per role
+        const char* names4[4] = {"scores", "out-left", "out-right", "producer"};
+        for (int role = 0; role < 4; ++role) {
+          std::printf("mean %-9s", names4[role]);
+          for (int k = 0; k < 8; ++k) {
+            double a = 0;
+            for (int t = 8; t < 48; ++t) a += trace[role][t][k] - trace[0][t][0];
+            std::printf(" s%d=%6.0f", k, a / 40);
+          }
+          std::printf("\n");
+        }
+        double per = 0, copy = 0;
+        for (int t = 8; t < 48; ++t) {
+          per += trace[0][t + 1][0] - trace[0][t][0];
+          copy += trace[0][t][1] - trace[3][t][2];
+        }
+        std::printf("per tile %6.0f cycles; copy issued -> scores warpgroup past its full wait %6.0f\n",
+                    per / 40, copy / 40);
+      }
     }
-    double per = 0, copy = 0;
-    for (int t = 8; t < 48; ++t) {
-      per += trace[0][t + 1][0] - trace[0][t][0];
-      copy += trace[0][t][1] - trace[3][t][2];
-    }
-    std::printf("per tile %6.0f cycles; copy issued -> scores warpgroup past its full wait %6.0f\n",
-                per / 40, copy / 40);
 #endif
     return 0;
   }
