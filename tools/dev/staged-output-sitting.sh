@@ -29,8 +29,8 @@ bench() {  # variant round
     --csv $csvdir/bench_$1_r$2.csv >> $log 2>&1
   echo "bench $1 r$2 rc=$?" | tee -a $log
 }
-bench new 1; bench old 1
-python3 - $csvdir <<'PY' | tee -a $log
+table() {  # the medians of every CSV so far, shape by shape, and new/old of round 1
+  python3 - $csvdir <<'PY' | tee -a $log
 import csv, glob, os, sys, collections
 t = collections.defaultdict(dict)
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "bench_*.csv"))):
@@ -44,6 +44,9 @@ for k, v in t.items():
     ratio = v.get("new_r1", 0) / v["old_r1"] if "old_r1" in v else 0
     print(k.ljust(48) + "".join((f"{v[n]:.1f}" if n in v else "-").rjust(10) for n in names) + f"  {ratio:.3f}")
 PY
+}
+bench new 1; bench old 1
+table
 echo "=== GPU tests forced to hopper" | tee -a $log
 MLAJIT_TEST_KERNEL=hopper MLAJIT_CACHE_DIR=$here/uc-tests timeout 200 $g/mlajit_gpu_tests > $OUT/tests_hopper.txt 2>&1
 echo "gpu tests hopper rc=$?" | tee -a $log
@@ -58,16 +61,4 @@ for tool in racecheck synccheck memcheck; do
   MLAJIT_TEST_KERNEL=hopper MLAJIT_CACHE_DIR=$here/uc-tests timeout 100 compute-sanitizer --tool $tool $g/mlajit_gpu_tests "[.sanitize]" > $OUT/san_$tool.txt 2>&1
   echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_$tool.txt | tail -1)" | tee -a $log
 done
-python3 - $csvdir <<'PY' | tee -a $log
-import csv, glob, os, sys, collections
-t = collections.defaultdict(dict)
-for path in sorted(glob.glob(os.path.join(sys.argv[1], "bench_*.csv"))):
-    name = os.path.basename(path)[6:-4]
-    for r in csv.DictReader(open(path)):
-        key = ",".join(r[k] for k in ("heads", "batch", "kv_len", "page", "q_len", "variant"))
-        t[key][name] = float(r["median_us"])
-names = sorted({n for v in t.values() for n in v})
-print("shape".ljust(48) + "".join(n.rjust(10) for n in names))
-for k, v in t.items():
-    print(k.ljust(48) + "".join((f"{v[n]:.1f}" if n in v else "-").rjust(10) for n in names))
-PY
+table
