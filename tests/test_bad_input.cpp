@@ -152,9 +152,10 @@ void add_family_cases(std::vector<BadInput>& cases) {
     s.head_dim_ckv = 0;
     s.head_dim_kpe = 0;
   });
-  family_case("kernel = \"hopper\", kv_dtype = e4m3 (FP8 KV cache)", "no FP8 KV path yet",
-              unsupported, [](auto& s, auto& o) {
-                s.kv_dtype = mlajit::DType::kFloat8E4M3;
+  family_case("kernel = \"hopper\", head dims (256, 32)", "ckv=512 kpe=64 only", unsupported,
+              [](auto& s, auto& o) {
+                s.head_dim_ckv = 256;
+                s.head_dim_kpe = 32;
                 o.kernel = "hopper";
               });
   family_case("kv_dtype = f16 with dtype = bf16", "KV of that dtype or e4m3", unsupported,

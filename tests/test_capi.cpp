@@ -369,9 +369,11 @@ TEST_CASE("an unknown kernel family or one that cannot serve the shape fails cre
   CHECK(last_error().find("'hoppr'") != std::string::npos);
   CHECK(last_error().find("auto, hopper, portable") != std::string::npos);
   options.kernel = "hopper";
-  shape.kv_dtype = MLAJIT_FLOAT8_E4M3;
+  shape.head_dim_ckv = 256;
+  shape.head_dim_kpe = 32;
   CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);
-  CHECK(last_error().find("no FP8 KV path yet") != std::string::npos);
+  CHECK(last_error().find("ckv=512 kpe=64 only") != std::string::npos);
+  shape = deepseek_shape();
   options.kernel = "auto";
   shape.head_dim_ckv = 384;
   CHECK(mlajit_attention_create(&shape, &options, &attention) == MLAJIT_ERROR_UNSUPPORTED);

@@ -314,11 +314,12 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   using namespace mlajit::family;
   const auto specs = fleet_matrix(FleetMatrixOptions{});
   // portable: every profiled arch x (2 dtypes x 2 head dims x causal + bf16 queries over an
-  // e4m3 cache at 512/64 x causal); hopper: sm_90a x 2 dtypes x causal (512/64 only).
+  // e4m3 cache at 512/64 x causal); hopper: sm_90a x (2 dtypes + bf16 over e4m3) x causal
+  // (512/64 only).
   // And merge_states (merge_states.h), once per profiled arch.
   const size_t archs = mlajit::jit::device_profiles().size();
   const size_t portable_rows = archs * (2 * 2 * 2 + 2);
-  CHECK(specs.size() == portable_rows + 4 + archs);
+  CHECK(specs.size() == portable_rows + 6 + archs);
   std::set<std::string> texts;
   size_t hopper_rows = 0, merge_rows = 0;
   for (const auto& spec : specs) {
@@ -338,14 +339,13 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
     }
     CHECK(spec.q_dtype == spec.o_dtype);
     if (spec.kv_dtype == DType::kFloat8E4M3) {
-      CHECK(spec.family == "portable");
       CHECK(spec.q_dtype == DType::kBFloat16);
       CHECK(spec.head_dim_ckv == 512);
     } else {
       CHECK(spec.q_dtype == spec.kv_dtype);
     }
   }
-  CHECK(hopper_rows == 4);
+  CHECK(hopper_rows == 6);
   CHECK(merge_rows == archs);
   CHECK(texts.size() == specs.size());  // no duplicates
   FleetMatrixOptions portable_only;
@@ -353,7 +353,7 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   CHECK(fleet_matrix(portable_only).size() == portable_rows);
   FleetMatrixOptions hopper_only;
   hopper_only.kernel = "hopper";
-  CHECK(fleet_matrix(hopper_only).size() == 4);
+  CHECK(fleet_matrix(hopper_only).size() == 6);
 }
 
 TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects unknown ones") {
@@ -384,8 +384,11 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.kv_dtypes = {DType::kFloat8E4M3};
   options.head_dims = {};
   const auto fp8 = fleet_matrix(options);
-  REQUIRE(fp8.size() == 2);  // the portable family's: bf16 queries, 512/64, causal 0/1
-  for (const auto& spec : fp8) CHECK(spec.text().find("portable;q=bf16;kv=e4m3;o=bf16;ckv=512;") == 0);
+  REQUIRE(fp8.size() == 4);  // each family's: bf16 queries, 512/64, causal 0/1
+  for (const auto& spec : fp8) {
+    CHECK(spec.text().find(spec.family + ";q=bf16;kv=e4m3;o=bf16;ckv=512;") == 0);
+  }
+  CHECK(fp8[0].family != fp8[3].family);
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
   CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
@@ -961,8 +964,8 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  // portable: 10 archs x 10 shapes; hopper: sm_90a x 4 shapes; merge_states: one per arch
-  CHECK(specs == 114);
+  // portable: 10 archs x 10 shapes; hopper: sm_90a x 6 shapes; merge_states: one per arch
+  CHECK(specs == 116);
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -973,7 +976,7 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   CHECK(report["entries"].items[0]["family"].text == "portable");
   size_t hopper = 0;
   for (const JsonValue& entry : report["entries"].items) hopper += entry["family"].text == "hopper";
-  CHECK(hopper == 4);
+  CHECK(hopper == 6);
   CHECK(entry_files(out.path()).size() == specs);
 }
 
@@ -983,11 +986,11 @@ TEST_CASE("precompile of the default matrix twice compiles nothing the second ti
   const std::string args = "precompile -j 2 --json --out " + shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   REQUIRE(first.exit_code == 0);
-  CHECK(parse_json(first.out)["compiled"].number == 114);
+  CHECK(parse_json(first.out)["compiled"].number == 116);
   const CliRun second = run_cli(args, cache.path());
   REQUIRE(second.exit_code == 0);
   CHECK(parse_json(second.out)["compiled"].number == 0);
-  CHECK(parse_json(second.out)["cached"].number == 114);
+  CHECK(parse_json(second.out)["cached"].number == 116);
 }
 
 TEST_CASE("precompile --kernel names the family's rows, and says why it cannot build one") {

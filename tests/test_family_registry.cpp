@@ -100,11 +100,14 @@ TEST_CASE("a forced tile tier needs a family with tile tiers") {
 TEST_CASE("a request is checked against the families before any device is known") {
   check_request(MlaShape{}, kAutoFamily);
   check_request(MlaShape{}, "portable");
-  check_request(fp8_kv_shape(), kAutoFamily);  // the portable family's
+  check_request(fp8_kv_shape(), kAutoFamily);
   check_request(fp8_kv_shape(), "portable");
+  check_request(fp8_kv_shape(), "hopper");
+  MlaShape mixed;
+  mixed.kv_dtype = DType::kFloat16;
   const std::string forced =
-      refusal(ErrorCode::kUnsupported, [] { check_request(fp8_kv_shape(), "hopper"); });
-  CHECK(contains(forced, "no FP8 KV path yet"));
+      refusal(ErrorCode::kUnsupported, [&] { check_request(mixed, "hopper"); });
+  CHECK(contains(forced, "KV of that dtype or e4m3"));
   MlaShape odd;
   odd.head_dim_ckv = 384;
   CHECK(contains(refusal(ErrorCode::kUnsupported, [&] { check_request(odd, kAutoFamily); }),
@@ -149,14 +152,21 @@ TEST_CASE("the public API lists the families and says which one a shape gets") {
   CHECK(contains(refusal(ErrorCode::kInvalidArgument,
                          [&] { mlajit::tile_for_arch("sm_90", MlaShape{}, options); }),
                  "auto, hopper, portable"));
-  // An e4m3 cache goes to the portable family on Hopper too; its tiles hold 16-bit KV, so
-  // the shared memory is the bf16 cache's.
+  // An e4m3 cache goes to the hopper family from 32 heads and to the portable family's
+  // narrow streams at 16; both tiles hold 16-bit KV, so the shared memory is the bf16 cache's.
   const mlajit::TileChoice fp8 = mlajit::tile_for_arch("sm_90a", fp8_kv_shape());
-  CHECK(fp8.family == "portable");
-  CHECK(fp8.shared_bytes == 221696);
+  CHECK(fp8.family == "hopper");
+  CHECK(fp8.shared_bytes == 223072);
   CHECK(contains(fp8.spec_text, "kv=e4m3"));
+  MlaShape fp8_sixteen = fp8_kv_shape();
+  fp8_sixteen.num_heads = 16;
+  const mlajit::TileChoice narrow = mlajit::tile_for_arch("sm_90a", fp8_sixteen);
+  CHECK(narrow.family == "portable");
+  CHECK(narrow.shared_bytes == 221696);
   options.kernel = "hopper";
-  CHECK(contains(refusal(ErrorCode::kUnsupported,
-                         [&] { mlajit::tile_for_arch("sm_90", fp8_kv_shape(), options); }),
-                 "no FP8 KV path yet"));
+  options.force_tier = 0;
+  const mlajit::TileChoice forced = mlajit::tile_for_arch("sm_90", fp8_kv_shape(), options);
+  CHECK(forced.family == "hopper");
+  CHECK(contains(forced.spec_text, "kv=e4m3"));
+  CHECK(contains(forced.spec_text, "arch=sm_90a"));
 }

@@ -82,9 +82,12 @@ TEST_CASE("hopper runs 512/64 in 16-bit on compute capability 9.0 only, saying w
   small.head_dim_kpe = 32;
   CHECK(contains(hopper().shape_unsupported_reason(small), "ckv=512 kpe=64 only"));
   CHECK(contains(hopper().shape_unsupported_reason(small), "portable family computes them"));
-  MlaShape fp8 = shape;
+  MlaShape fp8 = shape;  // the producer dequantizes e4m3 codes to Q's type
   fp8.kv_dtype = DType::kFloat8E4M3;
-  CHECK(contains(hopper().shape_unsupported_reason(fp8), "no FP8 KV path yet"));
+  CHECK(hopper().shape_unsupported_reason(fp8).empty());
+  MlaShape mixed = shape;
+  mixed.kv_dtype = DType::kFloat16;
+  CHECK(contains(hopper().shape_unsupported_reason(mixed), "KV of that dtype or e4m3"));
   DeviceTarget cramped = profile_target("sm_90");
   cramped.smem_per_block_optin = 200 * 1024;
   CHECK(contains(hopper().unsupported_reason(shape, cramped), "223072 B of shared memory"));
@@ -109,7 +112,20 @@ TEST_CASE("hopper specs target sm_90a with its one tile, and its program launche
   // and 1 KiB to align the swizzled tiles.
   CHECK(program.geometry.dynamic_smem_bytes == 3 * 73728 + 2 * 256 + 256 + 96 + 1024);
   CHECK(program.geometry.cooperative);
-  CHECK(hopper().fleet_shapes().size() == 4);  // bf16 / f16 x causal or not
+  // bf16 / f16 x causal or not, and bf16 over an e4m3 cache x causal or not
+  CHECK(hopper().fleet_shapes().size() == 6);
+  MlaShape fp8;
+  fp8.kv_dtype = DType::kFloat8E4M3;
+  const KernelSpec codes = hopper().spec_for(fp8, profile_target("sm_90"), MlaOptions{});
+  CHECK(codes.text() ==
+        "hopper;q=bf16;kv=e4m3;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=0;"
+        "q_tile=64;arch=sm_90a");
+  hopper().check(codes);
+  CHECK(hopper().program(codes).name_expression ==
+        "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<mlajit_kernel::bf16_t, "
+        "mlajit_kernel::e4m3_t, mlajit_kernel::bf16_t, 512, 64, false>>");
+  // The stages hold the dequantized 16-bit values: the same shared memory.
+  CHECK(hopper().program(codes).geometry.dynamic_smem_bytes == program.geometry.dynamic_smem_bytes);
 }
 
 TEST_CASE("hopper refuses spec texts its kernel cannot take, naming the field") {
@@ -122,7 +138,7 @@ TEST_CASE("hopper refuses spec texts its kernel cannot take, naming the field") 
   CHECK(contains(check_refusal(tiled, ErrorCode::kInvalidArgument), "one tile config"));
   KernelSpec mixed = good;
   mixed.o_dtype = DType::kFloat16;
-  CHECK(contains(check_refusal(mixed, ErrorCode::kUnsupported), "one dtype for Q, KV and O"));
+  CHECK(contains(check_refusal(mixed, ErrorCode::kUnsupported), "Q and O of one dtype"));
   KernelSpec small = good;
   small.head_dim_ckv = 256;
   small.head_dim_kpe = 32;
@@ -162,6 +178,17 @@ TEST_CASE("hopper's second parameter holds TMA maps for whole-tile pages and non
   MlaRunArgs odd = concatenated_cache(64);
   odd.ckv_stride_page = 576 * 32;  // pages overlap: no tensor map describes them
   CHECK(tma_enabled(hopper().run_params(shape, spec, odd)) == 0);
+  // An e4m3 cache's codes come through the producer's registers, on every page size.
+  MlaShape fp8 = shape;
+  fp8.kv_dtype = DType::kFloat8E4M3;
+  const KernelSpec codes = hopper().spec_for(fp8, profile_target("sm_90"), MlaOptions{});
+  for (int page : {1, 64, 256}) {
+    fp8.page_size = page;
+    const auto params = hopper().run_params(fp8, codes, concatenated_cache(page));
+    INFO("e4m3, page " << page);
+    CHECK(tma_enabled(params) == 0);
+    CHECK(params.tensor_maps.empty());
+  }
 }
 
 TEST_CASE("hopper splits its KV copies between TMA and cp.async at 16 heads or fewer") {

@@ -13,8 +13,10 @@
 //  - the output warpgroups (1: columns 0-255, 2: columns 256-511) accumulate P V from the
 //    published P, each holding half of O;
 //  - the producer warpgroup (3) refills a stage as soon as both output warpgroups are done
-//    with it (an item's last stage, once they have also written O through it): one TMA thread with the page ids read a tile ahead (joined, in launches bound by
-//    memory, by the other threads' cp.async for the last regions), or 128 gathering threads.
+//    with it (an item's last stage, once they have also written O through it): one TMA
+//    thread with the page ids read a tile ahead (joined, in launches bound by memory, by the
+//    other threads' cp.async for the last regions), or 128 gathering threads; over an e4m3
+//    cache, 128 threads that load the codes into registers and store them dequantized.
 // While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
 // Per stage, mbarriers say the copy is full, the rescale factors and each half of P are
 // published, and both output warpgroups are done with it. The host contract (work items,
@@ -22,6 +24,7 @@
 // workspace and merge are shared.
 #pragma once
 #include "common/block_barrier.cuh"
+#include "common/fp8_dequant.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
 #include "common/mla_params.cuh"
@@ -36,6 +39,17 @@
 
 namespace mlajit_kernel {
 
+// Whether the stages (of Q's type) can hold a KV cache of type KV: the same 16-bit type, or
+// e4m3 codes dequantized on the way in.
+template <typename Q, typename KV>
+struct StagesHold {
+  static constexpr bool value = sizeof(KV) == 2 && Dtype16<Q>::kIsBf16 == Dtype16<KV>::kIsBf16;
+};
+template <typename Q>
+struct StagesHold<Q, e4m3_t> {
+  static constexpr bool value = true;
+};
+
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
           bool CAUSAL>
 struct HopperConfig {
@@ -45,6 +59,10 @@ struct HopperConfig {
   static constexpr int kHeadDimCkv = HEAD_DIM_CKV;
   static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
   static constexpr bool kCausal = CAUSAL;
+  // The 16-bit type of the stages and of both wgmma operands: Q's. An e4m3 cache arrives as
+  // codes that the producer dequantizes into it (producer_loop_codes).
+  using StageType = QType_;
+  static constexpr bool kKvCodes = sizeof(KVType_) == 1;
 
   static constexpr int kGroupThreads = 128;
   static constexpr int kOutputThreads = 2 * kGroupThreads;  // the two output warpgroups
@@ -52,10 +70,11 @@ struct HopperConfig {
   static constexpr int kThreads = 4 * kGroupThreads;
   // setmaxnreg: O's half is 128 of each output warpgroup's registers, the scores warpgroup
   // holds S and P; 120 + 2 x 160 + 56 = 496 <= 512 = 512 threads x 128, the CTA's allocation
-  // at launch.
-  static constexpr int kScoresRegisters = 120;
+  // at launch. Over an e4m3 cache the producer holds half a tile of codes (36 registers), and
+  // the scores warpgroup gives it 8 more (ptxas spilled at 72): 112 + 2 x 160 + 80 = 512.
+  static constexpr int kScoresRegisters = kKvCodes ? 112 : 120;
   static constexpr int kOutputRegisters = 160;
-  static constexpr int kProducerRegisters = 56;
+  static constexpr int kProducerRegisters = kKvCodes ? 80 : 56;
   // The merge after the roles' loops runs in every thread at the launch's 128 registers
   // (65536 / kThreads), enough for kMergeBatch chunks' loads in flight.
   static constexpr int kMergeRegisters = 128;
@@ -74,10 +93,9 @@ struct HopperConfig {
   static constexpr int kSplitTmaRegions = 6;
   static constexpr int kPvSteps = kTile / 16;
 
-  static_assert(sizeof(QType) == 2 && sizeof(KVType) == 2 && sizeof(OType) == 2,
-                "the hopper kernel takes 16-bit Q, KV and O");
-  static_assert(Dtype16<QType>::kIsBf16 == Dtype16<KVType>::kIsBf16,
-                "wgmma multiplies Q and KV of one type");
+  static_assert(sizeof(QType) == 2 && sizeof(OType) == 2, "the hopper kernel takes 16-bit Q and O");
+  static_assert(StagesHold<QType, KVType>::value,
+                "wgmma multiplies Q and KV of one type (or KV codes dequantized to Q's)");
   static_assert(HEAD_DIM_KPE == 64, "the kpe part fills one 128-byte region (64 dims)");
   static_assert(HEAD_DIM_CKV % 128 == 0 && kOutCols <= 256,
                 "each warpgroup's output half is whole regions and one wgmma N (<= 256)");
@@ -172,6 +190,13 @@ struct HopperRole {
   __device__ __forceinline__ int row(int j) const { return 16 * warp + lane / 4 + 8 * j; }
   __device__ __forceinline__ int col(int n8) const { return 8 * n8 + 2 * (lane % 4); }
 };
+
+// Whether the producer copies tiles by TMA: the host's choice, never over an e4m3 cache (its
+// codes come through registers).
+template <typename C>
+__device__ __forceinline__ bool tma_copies(const HopperTma& tma) {
+  return !C::kKvCodes && tma.enabled;
+}
 
 // What one CTA does for one work item, derived once.
 struct HopperTile : WorkTile {
@@ -338,13 +363,162 @@ __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const Hop
   cp_async_mbarrier_arrive(sm.full(stage));
 }
 
-// The producer warpgroup's loop over the tiles of a work item: each stage is refilled once
-// both output warpgroups are done with the tile before it in the CTA's sequence (read it, or
-// for an item's last tile also written O through it), whichever item that tile belonged to.
+// ---------------------------------------------------------------------------------------
+// Stage: load_kv (producer warpgroup), e4m3 cache: each thread loads 16-byte chunks of codes
+// into registers, converts them (times the operand's scale) to the 16-bit stage type and
+// stores them into the stage. A stage need only be free for the stores: the codes of a tile's
+// first half are loaded before the wait for its stage, and each chunk of the second half as
+// soon as its register is stored, so the refill after the wait is the conversions, the
+// stores and part of one load's latency. (Holding a whole tile ahead, 72 registers taken from
+// the scores warpgroup, measured slower on the H100: docs/PERF.md.) Any page size; rows at
+// or past kv_stop are stored as zeros (masked scores meet zeros).
+//
+// Warp w covers rows 16 w .. 16 w + 15, in two halves of 8 rows; in a half, lane l holds
+// codes 16 (l % 4) .. 16 (l % 4) + 15 of each region of row 8 h + l / 4 and stores each
+// chunk as two 16-byte pieces (pieces 2 (l % 4) and 2 (l % 4) + 1 of the region's row): the
+// 8 lanes of a store phase, two rows of each parity times four pieces, meet all 32 banks
+// under the 128-byte swizzle.
 template <typename C>
-__device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
-                                              const HopperSmem<C>& sm, const HopperTile& t,
-                                              uint32_t sequence, const HopperRole& role) {
+struct CodeRows {
+  static constexpr int kHalves = 2;
+  __device__ __forceinline__ static int row(const HopperRole& role, int half) {
+    return 16 * role.warp + 8 * half + role.lane / 4;
+  }
+};
+
+// A thread's half-tile of codes: one 16-code chunk per region.
+template <typename C>
+struct CodeChunks {
+  uint32_t word[C::kRegions][4];
+};
+
+// Where this thread's row of each half of a tile lives: its page id (-1 at or past kv_stop),
+// read a tile ahead, and the row's slot in the page.
+template <typename C>
+struct CodePages {
+  int32_t page[CodeRows<C>::kHalves];
+
+  __device__ __forceinline__ static CodePages fetch(const MlaParams& p, const HopperTile& t,
+                                                    const HopperRole& role, int tile) {
+    CodePages g;
+#pragma unroll
+    for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
+      const int32_t token = t.kv_start + tile * C::kTile + CodeRows<C>::row(role, half);
+      g.page[half] = tile < t.num_tiles && token < t.kv_stop
+                         ? p.kv_indices[t.kv_page_base + token / p.page_size]
+                         : -1;
+    }
+    return g;
+  }
+};
+
+// 16 bytes of codes, or zeros when `valid` is false; evict-first in L2 as the TMA copies are.
+__device__ __forceinline__ void load_codes_16(uint32_t (&w)[4], const void* src, bool valid,
+                                              uint64_t policy) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
+      " mov.b32 %0, 0;\n mov.b32 %1, 0;\n mov.b32 %2, 0;\n mov.b32 %3, 0;\n"
+      " @p ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %6;\n}"
+      : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+      : "l"(src), "r"(static_cast<int>(valid)), "l"(policy));
+}
+
+// The address of this thread's chunk of `region` in the row of half `half` of tile `tile`.
+template <typename C>
+__device__ __forceinline__ const unsigned char* code_source(const MlaParams& p, const HopperTile& t,
+                                                            const CodePages<C>& pages,
+                                                            const HopperRole& role, int tile,
+                                                            int half, int region) {
+  const int64_t page = pages.page[half] >= 0 ? pages.page[half] : 0;
+  const int64_t slot = (t.kv_start + tile * C::kTile + CodeRows<C>::row(role, half)) % p.page_size;
+  const int piece = 16 * (role.lane % 4);
+  if (region < C::kKpeRegion) {
+    return static_cast<const unsigned char*>(p.ckv) + page * p.ckv_stride_page +
+           slot * p.ckv_stride_token + region * 64 + piece;
+  }
+  return static_cast<const unsigned char*>(p.kpe) + page * p.kpe_stride_page +
+         slot * p.kpe_stride_token + piece;
+}
+
+// Chunk `region` of half `half` of tile `tile` into `w`.
+template <typename C>
+__device__ __forceinline__ void load_code_chunk(uint32_t (&w)[4], const MlaParams& p,
+                                                const HopperTile& t, const CodePages<C>& pages,
+                                                const HopperRole& role, int tile, int half,
+                                                int region, uint64_t policy) {
+  load_codes_16(w, code_source<C>(p, t, pages, role, tile, half, region), pages.page[half] >= 0,
+                policy);
+}
+
+// Chunk `region` of half `half`, dequantized, into the stage.
+template <typename C>
+__device__ __forceinline__ void store_code_chunk(const uint32_t (&w)[4], const HopperSmem<C>& sm,
+                                                 const HopperRole& role, int stage, int half,
+                                                 int region, float factor) {
+  uint32_t v[8];
+  dequantize_chunk<typename C::StageType>(w, factor, v);
+  const int row = CodeRows<C>::row(role, half);
+  const int piece = 2 * (role.lane % 4);
+  const uint32_t dst = sm.kv(stage);
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(
+                   dst + C::Tile::chunk_offset(region, row, piece)),
+               "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+               : "memory");
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(
+                   dst + C::Tile::chunk_offset(region, row, piece + 1)),
+               "r"(v[4]), "r"(v[5]), "r"(v[6]), "r"(v[7])
+               : "memory");
+}
+
+// The producer warpgroup's loop over a work item's tiles of e4m3 codes (every thread).
+template <typename C>
+__device__ __forceinline__ void producer_loop_codes(const MlaParams& p, const HopperSmem<C>& sm,
+                                                    const HopperTile& t, uint32_t sequence,
+                                                    const HopperRole& role) {
+  const uint64_t policy = l2_evict_first_policy();
+  const float ckv_factor = dequant_factor(p.kv_scale_ckv_device, p.kv_scale_ckv);
+  const float kpe_factor = dequant_factor(p.kv_scale_kpe_device, p.kv_scale_kpe);
+  CodePages<C> pages = CodePages<C>::fetch(p, t, role, 0);
+  CodeChunks<C> codes;
+#pragma unroll
+  for (int region = 0; region < C::kRegions; ++region) {
+    load_code_chunk<C>(codes.word[region], p, t, pages, role, 0, 0, region, policy);
+  }
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    const StageSlot slot = StageSlot::of(sequence + tile);
+    const CodePages<C> next = CodePages<C>::fetch(p, t, role, tile + 1);
+    if (sequence + tile >= C::kStages) {
+      mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
+    }
+#pragma unroll
+    for (int region = 0; region < C::kRegions; ++region) {
+      const float factor = region < C::kKpeRegion ? ckv_factor : kpe_factor;
+      store_code_chunk<C>(codes.word[region], sm, role, slot.stage, 0, region, factor);
+      load_code_chunk<C>(codes.word[region], p, t, pages, role, tile, 1, region, policy);
+    }
+#pragma unroll
+    for (int region = 0; region < C::kRegions; ++region) {
+      const float factor = region < C::kKpeRegion ? ckv_factor : kpe_factor;
+      store_code_chunk<C>(codes.word[region], sm, role, slot.stage, 1, region, factor);
+      // The next tile's first half (zeros past the item's end: never stored).
+      load_code_chunk<C>(codes.word[region], p, t, next, role, tile + 1, 0, region, policy);
+    }
+    // The stores are the generic proxy's; wgmma reads through the async proxy.
+    fence_proxy_async_shared();
+    mbarrier_arrive(sm.full(slot.stage));
+    pages = next;
+  }
+}
+
+// The producer warpgroup's loop over the tiles of a work item of a 16-bit cache: each stage is
+// refilled once both output warpgroups are done with the tile before it in the CTA's sequence
+// (read it, or for an item's last tile also written O through it), whichever item that tile
+// belonged to.
+template <typename C>
+__device__ __forceinline__ void producer_loop_copies(const MlaParams& p, const HopperTma& tma,
+                                                     const HopperSmem<C>& sm, const HopperTile& t,
+                                                     uint32_t sequence, const HopperRole& role) {
   NextPages<C> pages = NextPages<C>::fetch(p, tma, t, role.index, 0);
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
@@ -365,6 +539,17 @@ __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTm
       load_kv_gather<C>(p, sm, t, pages, role.index, tile, slot.stage);
     }
     pages = NextPages<C>::fetch(p, tma, t, role.index, tile + 1);
+  }
+}
+
+template <typename C>
+__device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
+                                              const HopperSmem<C>& sm, const HopperTile& t,
+                                              uint32_t sequence, const HopperRole& role) {
+  if constexpr (C::kKvCodes) {
+    producer_loop_codes<C>(p, sm, t, sequence, role);
+  } else {
+    producer_loop_copies<C>(p, tma, sm, t, sequence, role);
   }
 }
 
@@ -476,10 +661,10 @@ __device__ __forceinline__ void exponentiate_half(float (&s)[32], uint32_t (&p)[
 #pragma unroll
   for (int k = 2 * HALF; k < 2 * HALF + 2; ++k) {
     // Tokens 16k..16k+15: n8 blocks 2k (cols 0-7) and 2k+1 (cols 8-15), rows r and r + 8.
-    p[k][0] = Dtype16<typename C::KVType>::pack(s[8 * k], s[8 * k + 1]);
-    p[k][1] = Dtype16<typename C::KVType>::pack(s[8 * k + 2], s[8 * k + 3]);
-    p[k][2] = Dtype16<typename C::KVType>::pack(s[8 * k + 4], s[8 * k + 5]);
-    p[k][3] = Dtype16<typename C::KVType>::pack(s[8 * k + 6], s[8 * k + 7]);
+    p[k][0] = Dtype16<typename C::StageType>::pack(s[8 * k], s[8 * k + 1]);
+    p[k][1] = Dtype16<typename C::StageType>::pack(s[8 * k + 2], s[8 * k + 3]);
+    p[k][2] = Dtype16<typename C::StageType>::pack(s[8 * k + 4], s[8 * k + 5]);
+    p[k][3] = Dtype16<typename C::StageType>::pack(s[8 * k + 6], s[8 * k + 7]);
   }
 }
 
@@ -538,9 +723,9 @@ __device__ __forceinline__ void issue_pv(float (&o)[C::kOutCols / 2], const Hopp
 #pragma unroll
   for (int k = 2 * HALF; k < 2 * HALF + 2; ++k) {
     const uint64_t pk = advance_descriptor(pd, k_major_offset<C::kRows>(k));
-    wgmma_ss<typename C::KVType, kCols, 1>(
+    wgmma_ss<typename C::StageType, kCols, 1>(
         o_left, pk, advance_descriptor(v, mn_major_offset<C::kRows>(region0, k)), 1);
-    wgmma_ss<typename C::KVType, kCols, 1>(
+    wgmma_ss<typename C::StageType, kCols, 1>(
         o_right, pk, advance_descriptor(v, mn_major_offset<C::kRows>(region0 + kCols / 64, k)), 1);
   }
   wgmma_commit();
@@ -588,7 +773,7 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
     mbarrier_wait(sm.full(slot.stage), slot.parity);  // the copy's bytes, seen by this proxy too
     const float alpha[2] = {sm.alpha[slot.stage * C::kRows + role.row(0)],
                             sm.alpha[slot.stage * C::kRows + role.row(1)]};
-    if (tma.enabled) clear_tail_rows<C>(sm, t, role, tile, slot.stage);
+    if (tma_copies<C>(tma)) clear_tail_rows<C>(sm, t, role, tile, slot.stage);
     rescale_o<C>(o, alpha);
     mbarrier_wait(sm.ready(slot.stage, 0), slot.parity);
     issue_pv<C, 0>(o, sm, slot.stage, role);
@@ -838,7 +1023,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   if (params.phase != 2 && threadIdx.x == 0) {
     for (int stage = 0; stage < Config::kStages; ++stage) {
       // Arrivals: the TMA thread's, and each producer thread's cp.async.
-      mbarrier_init(sm.full(stage), !tma.enabled         ? Config::kProducerThreads
+      mbarrier_init(sm.full(stage), !tma_copies<Config>(tma) ? Config::kProducerThreads
                                     : tma.split_copies ? 1 + Config::kProducerThreads
                                                        : 1);
       mbarrier_init(sm.empty(stage), Config::kOutputThreads);
@@ -852,7 +1037,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   }
   __syncthreads();
   // The tensor maps into the descriptor cache before the producer's first copy.
-  if (params.phase != 2 && tma.enabled && threadIdx.x == 3 * Config::kGroupThreads) {
+  if (params.phase != 2 && tma_copies<Config>(tma) && threadIdx.x == 3 * Config::kGroupThreads) {
     prefetch_tensor_map(&tma.ckv);
     prefetch_tensor_map(&tma.kpe);
   }

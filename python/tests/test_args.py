@@ -670,9 +670,9 @@ class ThroughTheLibrary(unittest.TestCase):
     def test_a_family_that_cannot_serve_the_shape_says_why(self):
         library_or_skip(self)
         with self.assertRaises(mlajit.MlajitError) as caught:
-            mlajit.BatchMlaAttention(device=0, kernel="hopper", kv_dtype="float8_e4m3fn")
+            mlajit.BatchMlaAttention(device=0, kernel="hopper", head_dim_ckv=256, head_dim_kpe=32)
         self.assertEqual(caught.exception.code, "UNSUPPORTED")
-        self.assertIn("no FP8 KV path yet", str(caught.exception))
+        self.assertIn("ckv=512 kpe=64 only", str(caught.exception))
         with self.assertRaises(mlajit.MlajitError) as caught:
             mlajit.BatchMlaAttention(device=0, dtype="e4m3")
         self.assertEqual(caught.exception.code, "UNSUPPORTED")

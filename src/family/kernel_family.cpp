@@ -20,6 +20,16 @@ std::vector<KernelSpec> KernelFamily::fleet_specs(const MlaShape& shape,
   return {spec_for(shape, target, MlaOptions{})};
 }
 
+const char* kernel_type_name(DType dtype) {
+  switch (dtype) {
+    case DType::kBFloat16: return "mlajit_kernel::bf16_t";
+    case DType::kFloat16: return "mlajit_kernel::f16_t";
+    case DType::kFloat8E4M3: return "mlajit_kernel::e4m3_t";
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("dtype {} has no kernel type", static_cast<int>(dtype)));
+}
+
 std::vector<MlaShape> KernelFamily::fleet_shapes() const {
   std::vector<MlaShape> shapes;
   for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
@@ -33,6 +43,15 @@ std::vector<MlaShape> KernelFamily::fleet_shapes() const {
         shapes.push_back(shape);
       }
     }
+  }
+  // An e4m3 cache under bf16 queries at DeepSeek's head dims (what FP8 serving engines run),
+  // where the family computes it; other FP8 combinations compile on first use or by filter.
+  for (bool causal : {false, true}) {
+    MlaShape shape;
+    shape.dtype = DType::kBFloat16;
+    shape.kv_dtype = DType::kFloat8E4M3;
+    shape.causal = causal;
+    if (shape_unsupported_reason(shape).empty()) shapes.push_back(shape);
   }
   return shapes;
 }

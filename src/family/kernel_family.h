@@ -40,6 +40,9 @@ struct HeadDims {
   bool operator==(const HeadDims& other) const { return ckv == other.ckv && kpe == other.kpe; }
 };
 std::string head_dims_text(const HeadDims& dims);  // "512/64"
+// The kernel sources' name of a dtype's element type ("mlajit_kernel::bf16_t", ...), for the
+// template arguments of a family's name expression.
+const char* kernel_type_name(DType dtype);
 
 class KernelFamily {
  public:
@@ -67,7 +70,8 @@ class KernelFamily {
   virtual std::vector<KernelSpec> fleet_specs(const MlaShape& shape, const DeviceTarget& target,
                                               bool every_tile) const;
   // The shapes of its rows of the default fleet matrix: by default bf16 and f16 x its head
-  // dims x causal or not.
+  // dims x causal or not, and bf16 queries over an e4m3 cache at 512/64 x causal or not where
+  // it computes them.
   virtual std::vector<MlaShape> fleet_shapes() const;
   // The tile tier of one of its specs (1 = largest) for reports; 0 when it has no tiers.
   virtual int tier_of(const KernelSpec& spec) const;

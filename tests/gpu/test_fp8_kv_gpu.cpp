@@ -129,6 +129,21 @@ TEST_CASE("e4m3 KV: head dims 256/32, split and concatenated (288-wide)", "[gpu]
   check_fp8(joined);
 }
 
+// The cases above that force a tier are skipped by a family without tiers (the hopper family
+// under MLAJIT_TEST_KERNEL): its concatenated cache and long, split requests are here.
+TEST_CASE("e4m3 KV: no tier forced: one concatenated 576-wide cache, long split requests",
+          "[gpu][fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  auto joined = make_random_case("e4m3 concat-576 H128 page16 causal q2 dev-scale",
+                                 fp8_shape(128, 16, DType::kBFloat16, true), 3, 2, 1, 1500, 2601);
+  joined.concatenated_kv = true;
+  joined.kv_scales_on_device = true;
+  check_fp8(joined);
+  auto split = make_random_case("e4m3 long split H128 page64 f16 float-scale",
+                                fp8_shape(128, 64, DType::kFloat16), 2, 1, 6000, 12000, 2602);
+  check_fp8(split);
+}
+
 // Tiles of at most 16 query rows (up to 16 heads of one token, 8 of two) read the codes
 // straight from shared memory on tier 1: Q reordered, f16 products, scales on the fp32 scores
 // and O, a ring of four stages. Long requests wrap the ring many times; kv lengths that are
@@ -218,6 +233,13 @@ TEST_CASE("e4m3 KV: one small shape per tier and row layout", "[.sanitize-fp8]")
                                  300, 700, ++seed);
   narrow.options.force_tier = 1;
   check_fp8(narrow);
+  // No tier forced: what a family without tiers runs under MLAJIT_TEST_KERNEL (hopper).
+  for (int heads : {16, 128}) {
+    auto any = make_random_case("sanitize e4m3 H" + std::to_string(heads) + " page16 causal q2",
+                                fp8_shape(heads, 16, DType::kBFloat16, true), 2, 2, 100, 300,
+                                ++seed);
+    check_fp8(any);
+  }
 }
 
 }  // namespace mlajit

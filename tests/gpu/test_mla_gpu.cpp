@@ -229,12 +229,13 @@ TEST_CASE("a forced kernel family runs and its spec says so; a family's errors c
   options.kernel = "hoppr";
   CHECK_THROWS_WITH(BatchMlaAttention(shape_of(128, 64), options),
                     Catch::Contains("auto, hopper, portable"));
-  // A named family's own refusal is what the error says (hopper has no FP8 KV path; auto
-  // would take the portable family, which has one).
-  MlaShape fp8 = shape_of(128, 64);
-  fp8.kv_dtype = DType::kFloat8E4M3;
+  // A named family's own refusal is what the error says (hopper computes 512/64 only; auto
+  // would take the portable family, which computes 256/32).
+  MlaShape small = shape_of(128, 64);
+  small.head_dim_ckv = 256;
+  small.head_dim_kpe = 32;
   options.kernel = "hopper";
-  CHECK_THROWS_WITH(BatchMlaAttention(fp8, options), Catch::Contains("no FP8 KV path yet"));
+  CHECK_THROWS_WITH(BatchMlaAttention(small, options), Catch::Contains("ckv=512 kpe=64 only"));
 }
 
 }  // namespace mlajit

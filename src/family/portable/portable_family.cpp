@@ -19,16 +19,6 @@ constexpr int kNarrowStreamHeads = 16;
 // mma.sync on bf16 and cp.async: Ampere and later.
 constexpr int kMinCcMajor = 8;
 
-const char* kernel_type(DType dtype) {
-  switch (dtype) {
-    case DType::kBFloat16: return "mlajit_kernel::bf16_t";
-    case DType::kFloat16: return "mlajit_kernel::f16_t";
-    case DType::kFloat8E4M3: return "mlajit_kernel::e4m3_t";
-  }
-  throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("dtype {} has no kernel type", static_cast<int>(dtype)));
-}
-
 std::string dims_list(const std::vector<HeadDims>& dims) {
   std::vector<std::string> texts;
   for (const HeadDims& pair : dims) texts.push_back(head_dims_text(pair));
@@ -90,20 +80,6 @@ class PortableFamily final : public KernelFamily {
     return specs;
   }
 
-  // The 16-bit rows and an e4m3 cache under bf16 queries at DeepSeek's head dims (what FP8
-  // serving engines run); other FP8 combinations compile on first use or by filter.
-  std::vector<MlaShape> fleet_shapes() const override {
-    std::vector<MlaShape> shapes = KernelFamily::fleet_shapes();
-    for (bool causal : {false, true}) {
-      MlaShape shape;
-      shape.dtype = DType::kBFloat16;
-      shape.kv_dtype = DType::kFloat8E4M3;
-      shape.causal = causal;
-      shapes.push_back(shape);
-    }
-    return shapes;
-  }
-
   int tier_of(const KernelSpec& spec) const override { return portable::tier_of(spec.tile); }
   bool has_tile_tiers() const override { return true; }
 
@@ -128,7 +104,8 @@ class PortableFamily final : public KernelFamily {
     program.name_expression = fmt::format(
         "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}, "
         "{}, {}, true>>",
-        kernel_type(spec.q_dtype), kernel_type(spec.kv_dtype), kernel_type(spec.o_dtype),
+        kernel_type_name(spec.q_dtype), kernel_type_name(spec.kv_dtype),
+        kernel_type_name(spec.o_dtype),
         spec.head_dim_ckv, spec.head_dim_kpe, spec.causal, spec.tile.num_stages,
         spec.tile.kv_tile, spec.tile.qk_shard, spec.tile.q_tile);
     program.geometry.threads_per_block = kThreadsPerBlock;
