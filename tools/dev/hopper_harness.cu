@@ -586,6 +586,16 @@ static void run_config(bool with_prefill, uint32_t seed) {
 }
 
 // ----------------------------------------------------------------------------- timing
+// e4m3 codes for timing runs: values in [-1, 1) (exponent field <= 7, so never the NaN code).
+__global__ void fill_random_codes(uint8_t* data, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    data[i] = static_cast<uint8_t>((h & 0x80u) | ((h >> 8) & 0x3fu));
+  }
+}
+
 __global__ void fill_random(uint16_t* data, size_t n, uint32_t seed, bool bf16) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32) * 40503u;
@@ -600,9 +610,10 @@ __global__ void fill_random(uint16_t* data, size_t n, uint32_t seed, bool bf16) 
 template <typename Config>
 static void time_decode(const char* name, int H, int B, int L, int page_size, int cluster, int grid_y, bool even) {
   constexpr int CKV = Config::kHeadDimCkv, KPE = Config::kHeadDimKpe;
+  using KvElement = std::conditional_t<Config::kKvCodes, uint8_t, uint16_t>;
   std::vector<Request> reqs(B, Request{1, L});
   const Layout l = make_layout(reqs, page_size);
-  const size_t page_bytes = static_cast<size_t>(page_size) * (CKV + KPE) * 2;
+  const size_t page_bytes = static_cast<size_t>(page_size) * (CKV + KPE) * sizeof(KvElement);
   const int pool_pages = static_cast<int>(std::max<size_t>(l.total_pages, (size_t(1) << 30) * 6 / 5 / page_bytes));
   std::mt19937 rng(123);
   std::vector<int32_t> perm(pool_pages);
@@ -618,12 +629,17 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
                        : plan_round_robin(reqs, l, H, Config::kCausal, cluster, grid_y, 1);
   DevicePlan dplan(plan);
   DeviceBuffer<uint16_t> qn(static_cast<size_t>(B) * H * CKV), qp(static_cast<size_t>(B) * H * KPE);
-  DeviceBuffer<uint16_t> ckv(static_cast<size_t>(pool_pages) * page_size * CKV), kpe(static_cast<size_t>(pool_pages) * page_size * KPE);
-  const bool bf16 = Dtype16<typename Config::KVType>::kIsBf16;
+  DeviceBuffer<KvElement> ckv(static_cast<size_t>(pool_pages) * page_size * CKV), kpe(static_cast<size_t>(pool_pages) * page_size * KPE);
+  const bool bf16 = Dtype16<typename Config::QType>::kIsBf16;
   fill_random<<<1024, 256>>>(qn.ptr, qn.count, 1, bf16);
   fill_random<<<1024, 256>>>(qp.ptr, qp.count, 2, bf16);
-  fill_random<<<4096, 256>>>(ckv.ptr, ckv.count, 3, bf16);
-  fill_random<<<4096, 256>>>(kpe.ptr, kpe.count, 4, bf16);
+  if constexpr (Config::kKvCodes) {
+    fill_random_codes<<<4096, 256>>>(ckv.ptr, ckv.count, 3);
+    fill_random_codes<<<4096, 256>>>(kpe.ptr, kpe.count, 4);
+  } else {
+    fill_random<<<4096, 256>>>(ckv.ptr, ckv.count, 3, bf16);
+    fill_random<<<4096, 256>>>(kpe.ptr, kpe.count, 4, bf16);
+  }
   DeviceBuffer<int32_t> d_idx(idx);
   DeviceBuffer<uint16_t> out(static_cast<size_t>(B) * H * CKV);
   DeviceBuffer<float> lse(static_cast<size_t>(B) * H);
@@ -659,9 +675,12 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   p.num_heads = H;
   p.page_size = page_size;
   p.sm_scale_log2 = 1.f / std::sqrt(192.f) * 1.4426950408889634f;
+  p.kv_scale_ckv = p.kv_scale_kpe = 1.f;
   p.phase = 0;
   CHECK_CUDA(cudaDeviceSynchronize());
-  const HopperTma tma = make_tma<Config>(p);
+  // An e4m3 cache is never copied by TMA (the producer dequantizes it through registers).
+  HopperTma tma{};
+  if constexpr (!Config::kKvCodes) tma = make_tma<Config>(p);
   for (int i = 0; i < 3; ++i) launch<Config>(p, tma, plan, true);
   CHECK_CUDA(cudaDeviceSynchronize());
   cudaEvent_t e0, e1;
@@ -679,10 +698,10 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   }
   std::sort(ms.begin(), ms.end());
   const double us = ms[ms.size() / 2] * 1000.0;
-  const double bytes = double(B) * L * (CKV + KPE) * 2;
+  const double bytes = double(B) * L * (CKV + KPE) * sizeof(KvElement);
   const double flops = 2.0 * B * H * double(L) * (CKV + KPE + CKV);
   std::printf("TIME s%d %-40s %s plan=%s items %zu merges %zu: median %.1f us (min %.1f), %.2f TB/s, %.1f TFLOP/s\n",
-              g_schedule, name, HostDtype<typename Config::KVType>::name, even ? "even" : "1-chunk", plan.items.size(), plan.records.size(),
+              g_schedule, name, Config::kKvCodes ? "e4m3" : HostDtype<typename Config::QType>::name, even ? "even" : "1-chunk", plan.items.size(), plan.records.size(),
               us, ms.front() * 1000.0, bytes / us / 1e6, flops / us / 1e6);
   std::fflush(stdout);
   cudaEventDestroy(e0);
@@ -702,10 +721,17 @@ int main(int argc, char** argv) {
   std::printf("device %s, %d SMs, %zu B smem/SM\n", prop.name, prop.multiProcessorCount, prop.sharedMemPerMultiprocessor);
   const uint32_t seed = 20261201;
   std::printf("seed %u\n", seed);
-  if (argc > 5 && std::strcmp(argv[1], "--one") == 0) {  // --one H B L page: one timed shape (for ncu)
+  // --one H B L page: one timed shape (for ncu and the trace); --one8: the same over an e4m3
+  // cache (bf16 queries, scales 1; timing only, not checked).
+  const bool one8 = argc > 5 && std::strcmp(argv[1], "--one8") == 0;
+  if (argc > 5 && (std::strcmp(argv[1], "--one") == 0 || one8)) {
     const int H = std::atoi(argv[2]), B = std::atoi(argv[3]), L = std::atoi(argv[4]), page = std::atoi(argv[5]);
     const int sms = prop.multiProcessorCount;
-    time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
+    if (one8) {
+      time_decode<HopperConfig<bf16_t, e4m3_t, bf16_t, 512, 64, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
+    } else {
+      time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
+    }
 #ifdef HARNESS_TRACE
     // Needs the kernel's stamps: git apply tools/dev/trace/hopper-trace.patch. Stamps of CTA
     // (0,0), thread 0 of each warpgroup, in cycles from its entry: per kernel phase, per work
