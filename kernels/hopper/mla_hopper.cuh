@@ -373,8 +373,8 @@ __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const Hop
 // the scores warpgroup, measured slower on the H100: docs/PERF.md.) Any page size; rows at
 // or past kv_stop are stored as zeros (masked scores meet zeros).
 //
-// Warp w covers rows 16 w .. 16 w + 15, in two halves of 8 rows; in a half, lane l holds
-// codes 16 (l % 4) .. 16 (l % 4) + 15 of each region of row 8 h + l / 4 and stores each
+// Warp w covers rows 16 w .. 16 w + 15, in two halves of 8 rows; in half h, lane l holds
+// codes 16 (l % 4) .. 16 (l % 4) + 15 of each region of row 16 w + 8 h + l / 4 and stores each
 // chunk as two 16-byte pieces (pieces 2 (l % 4) and 2 (l % 4) + 1 of the region's row): the
 // 8 lanes of a store phase, two rows of each parity times four pieces, meet all 32 banks
 // under the 128-byte swizzle.
@@ -392,8 +392,8 @@ struct CodeChunks {
   uint32_t word[C::kRegions][4];
 };
 
-// Where this thread's row of each half of a tile lives: its page id (-1 at or past kv_stop),
-// read a tile ahead, and the row's slot in the page.
+// The page id of this thread's row in each half of a tile (-1 at or past kv_stop, or past the
+// item's tiles), read a tile ahead.
 template <typename C>
 struct CodePages {
   int32_t page[CodeRows<C>::kHalves];
