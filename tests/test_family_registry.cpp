@@ -158,11 +158,19 @@ TEST_CASE("the public API lists the families and says which one a shape gets") {
   CHECK(fp8.family == "hopper");
   CHECK(fp8.shared_bytes == 223072);
   CHECK(contains(fp8.spec_text, "kv=e4m3"));
-  MlaShape fp8_sixteen = fp8_kv_shape();
-  fp8_sixteen.num_heads = 16;
-  const mlajit::TileChoice narrow = mlajit::tile_for_arch("sm_90a", fp8_sixteen);
-  CHECK(narrow.family == "portable");
-  CHECK(narrow.shared_bytes == 221696);
+  MlaShape fp8_heads = fp8_kv_shape();
+  for (int heads : {32, 64}) {
+    fp8_heads.num_heads = heads;
+    INFO(heads << " heads over e4m3");
+    CHECK(mlajit::tile_for_arch("sm_90a", fp8_heads).family == "hopper");
+  }
+  for (int page : {1, 64}) {  // at 16 heads on any page: the narrow streams
+    fp8_heads.num_heads = 16;
+    fp8_heads.page_size = page;
+    const mlajit::TileChoice narrow = mlajit::tile_for_arch("sm_90a", fp8_heads);
+    CHECK(narrow.family == "portable");
+    CHECK(narrow.shared_bytes == 221696);
+  }
   options.kernel = "hopper";
   options.force_tier = 0;
   const mlajit::TileChoice forced = mlajit::tile_for_arch("sm_90", fp8_kv_shape(), options);
