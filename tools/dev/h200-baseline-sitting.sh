@@ -42,6 +42,41 @@ if [[ $part == 1 ]]; then
   stamp done
   cat $OUT/plan_cost.txt | tail -20; tail -42 $OUT/bench_auto.txt
   for f in $OUT/bench_*_*.txt; do echo "== $f"; tail -17 $f; done
+elif [[ $part == 3 ]]; then
+  # The short form, for a sitting with little device time: the landed kernel, the tree's and
+  # the whole-tile variant on [fp8] forced to hopper and on four shapes, then racecheck and
+  # memcheck of the faster of the two new ones.
+  shapes="128,64,16384,64 128,128,1024,64 64,64,16384,64 16,128,16384,64"
+  args=(); for s in $shapes; do args+=(--shape "$s"); done
+  for v in v1f16r112 v4f16full; do
+    MLAJIT_KERNEL_DIR=$g/var/$v/kernels MLAJIT_CACHE_DIR=$g/uc-$v MLAJIT_TEST_KERNEL=hopper timeout 60 ./mlajit_gpu_tests "[fp8]" > $OUT/t_$v.txt 2>&1
+    echo "$v fp8 tests rc=$? $(tail -2 $OUT/t_$v.txt | head -1)" | tee -a $log
+  done
+  for round in 1 2; do
+    for v in v0head v1f16r112 v4f16full bf16; do
+      kv=e4m3 dir=$g/var/$v/kernels; [[ $v == bf16 ]] && kv=bf16 dir=""
+      MLAJIT_KERNEL_DIR=$dir MLAJIT_CACHE_DIR=$g/uc-$v timeout 60 prefix/bin/mlajit bench --kernel hopper --kv-dtype $kv "${args[@]}" --csv $csvdir/s_${v}_r$round.csv > /dev/null 2>&1
+      echo "bench $v r$round rc=$?" | tee -a $log
+    done
+  done
+  python3 - $csvdir <<'PY' | tee -a $log
+import csv, glob, os, sys, collections
+t = collections.defaultdict(dict)
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "s_*.csv"))):
+    name = os.path.basename(path)[2:-4]
+    for r in csv.DictReader(open(path)):
+        t[",".join(r[k] for k in ("heads", "batch", "kv_len", "page"))][name] = float(r["median_us"])
+names = sorted({n for v in t.values() for n in v})
+print("shape".ljust(18) + "".join(n.rjust(14) for n in names))
+for k, v in t.items():
+    print(k.ljust(18) + "".join((f"{v[n]:.1f}" if n in v else "-").rjust(14) for n in names))
+PY
+  for v in v1f16r112 v4f16full; do
+    for tool in racecheck memcheck; do
+      MLAJIT_KERNEL_DIR=$g/var/$v/kernels MLAJIT_CACHE_DIR=$g/uc-$v MLAJIT_TEST_KERNEL=hopper timeout 60 compute-sanitizer --tool $tool ./mlajit_gpu_tests "[.sanitize-fp8]" > $OUT/san_${v}_$tool.txt 2>&1
+      echo "$v $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_${v}_$tool.txt | tail -1)" | tee -a $log
+    done
+  done
 else
   OUT=$OUT bash ./variants.sh; cat $OUT/var.txt >> $log
   # Where a 128-head tile's time goes, over bf16 and over e4m3 (the tree's kernel, traced).
