@@ -43,18 +43,23 @@ if [[ $part == 1 ]]; then
   cat $OUT/plan_cost.txt | tail -20; tail -42 $OUT/bench_auto.txt
   for f in $OUT/bench_*_*.txt; do echo "== $f"; tail -17 $f; done
 elif [[ $part == 3 ]]; then
-  # The short form, for a sitting with little device time: the landed kernel, the tree's and
-  # the whole-tile variant on [fp8] forced to hopper and on four shapes, then racecheck and
-  # memcheck of the faster of the two new ones.
+  # The short form, for a sitting with little device time: the e4m3 path in f16 (v1, and v4
+  # with a whole tile of codes ahead) on [fp8] forced to hopper; the bf16 staged-regions
+  # variant (v5) on the whole suite forced to hopper; four shapes timed twice against HEAD's
+  # kernels (v0) over e4m3 and the tree's over bf16; then racecheck of v1, v4 and v5, and
+  # memcheck of v4 and v5 while time lasts.
   shapes="128,64,16384,64 128,128,1024,64 64,64,16384,64 16,128,16384,64"
   args=(); for s in $shapes; do args+=(--shape "$s"); done
+  run() { MLAJIT_KERNEL_DIR=$g/var/$1/kernels MLAJIT_CACHE_DIR=$g/uc-$1 MLAJIT_TEST_KERNEL=hopper "${@:2}"; }
   for v in v1f16r112 v4f16full; do
-    MLAJIT_KERNEL_DIR=$g/var/$v/kernels MLAJIT_CACHE_DIR=$g/uc-$v MLAJIT_TEST_KERNEL=hopper timeout 60 ./mlajit_gpu_tests "[fp8]" > $OUT/t_$v.txt 2>&1
+    run $v timeout 60 ./mlajit_gpu_tests "[fp8]" > $OUT/t_$v.txt 2>&1
     echo "$v fp8 tests rc=$? $(tail -2 $OUT/t_$v.txt | head -1)" | tee -a $log
   done
+  run v5bf16staged timeout 120 ./mlajit_gpu_tests > $OUT/t_v5.txt 2>&1
+  echo "v5bf16staged suite (hopper) rc=$? $(tail -2 $OUT/t_v5.txt | head -1)" | tee -a $log
   for round in 1 2; do
-    for v in v0head v1f16r112 v4f16full bf16; do
-      kv=e4m3 dir=$g/var/$v/kernels; [[ $v == bf16 ]] && kv=bf16 dir=""
+    for v in v0head v1f16r112 v4f16full bf16 v5bf16staged; do
+      kv=e4m3 dir=$g/var/$v/kernels; [[ $v == bf16 ]] && kv=bf16 dir=""; [[ $v == v5bf16staged ]] && kv=bf16
       MLAJIT_KERNEL_DIR=$dir MLAJIT_CACHE_DIR=$g/uc-$v timeout 60 prefix/bin/mlajit bench --kernel hopper --kv-dtype $kv "${args[@]}" --csv $csvdir/s_${v}_r$round.csv > /dev/null 2>&1
       echo "bench $v r$round rc=$?" | tee -a $log
     done
@@ -67,15 +72,14 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "s_*.csv"))):
     for r in csv.DictReader(open(path)):
         t[",".join(r[k] for k in ("heads", "batch", "kv_len", "page"))][name] = float(r["median_us"])
 names = sorted({n for v in t.values() for n in v})
-print("shape".ljust(18) + "".join(n.rjust(14) for n in names))
+print("shape".ljust(18) + "".join(n[:12].rjust(14) for n in names))
 for k, v in t.items():
     print(k.ljust(18) + "".join((f"{v[n]:.1f}" if n in v else "-").rjust(14) for n in names))
 PY
-  for v in v1f16r112 v4f16full; do
-    for tool in racecheck memcheck; do
-      MLAJIT_KERNEL_DIR=$g/var/$v/kernels MLAJIT_CACHE_DIR=$g/uc-$v MLAJIT_TEST_KERNEL=hopper timeout 60 compute-sanitizer --tool $tool ./mlajit_gpu_tests "[.sanitize-fp8]" > $OUT/san_${v}_$tool.txt 2>&1
-      echo "$v $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_${v}_$tool.txt | tail -1)" | tee -a $log
-    done
+  for vt in "v1f16r112 racecheck fp8" "v4f16full racecheck fp8" "v5bf16staged racecheck" "v4f16full memcheck fp8" "v5bf16staged memcheck"; do
+    set -- $vt; tag="[.sanitize]"; [[ ${3:-} == fp8 ]] && tag="[.sanitize-fp8]"
+    run $1 timeout 60 compute-sanitizer --tool $2 ./mlajit_gpu_tests "$tag" > $OUT/san_$1_$2.txt 2>&1
+    echo "$1 $2 $tag rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_$1_$2.txt | tail -1)" | tee -a $log
   done
 else
   OUT=$OUT bash ./variants.sh; cat $OUT/var.txt >> $log

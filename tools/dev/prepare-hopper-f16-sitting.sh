@@ -35,6 +35,10 @@ split v3f16r96 96 96
 # The whole next tile of codes in registers (80 / 112: no spills), on the f16 path.
 mkdir -p carry/gpu/var/v4f16full && cp -r "$f16/kernels" carry/gpu/var/v4f16full/
 (cd carry/gpu/var/v4f16full && patch -s -p1 < "$OLDPWD/$results/hopper-e4m3-f16-full-tile.patch")
+# A 16-bit cache: regions 0-3 of each tile through the producer's registers a tile ahead, the
+# rest by TMA (setmaxnreg 96 / 160 / 160 / 96 over bf16), on the f16 kernels.
+mkdir -p carry/gpu/var/v5bf16staged && cp -r "$f16/kernels" carry/gpu/var/v5bf16staged/
+(cd carry/gpu/var/v5bf16staged && patch -s -p1 < "$OLDPWD/$results/hopper-bf16-staged-regions.patch")
 cp tools/dev/hopper-fp8-variants-sitting.sh carry/gpu/variants.sh
 # The harness with the clock64 stamps (tools/dev/trace/README.md), on the f16 kernels.
 (cd "$f16" && patch -s -p1 < "$OLDPWD/$results/hopper-trace-f16.patch")
