@@ -68,18 +68,7 @@ elif [[ $part == 3 ]]; then
       echo "bench $v r$round rc=$?" | tee -a $log
     done
   done
-  python3 - $csvdir <<'PY' | tee -a $log
-import csv, glob, os, sys, collections
-t = collections.defaultdict(dict)
-for path in sorted(glob.glob(os.path.join(sys.argv[1], "s_*.csv"))):
-    name = os.path.basename(path)[2:-4]
-    for r in csv.DictReader(open(path)):
-        t[",".join(r[k] for k in ("heads", "batch", "kv_len", "page"))][name] = float(r["median_us"])
-names = sorted({n for v in t.values() for n in v})
-print("shape".ljust(18) + "".join(n[:12].rjust(14) for n in names))
-for k, v in t.items():
-    print(k.ljust(18) + "".join((f"{v[n]:.1f}" if n in v else "-").rjust(14) for n in names))
-PY
+  python3 ./bench_table.py $csvdir s_ | tee -a $log
   for vt in "v4f16full racecheck fp8" "v5bf16staged racecheck" "v4f16full memcheck fp8" "v5bf16staged memcheck"; do
     set -- $vt; tag="[.sanitize]"; [[ ${3:-} == fp8 ]] && tag="[.sanitize-fp8]"
     run $1 timeout 60 compute-sanitizer --tool $2 ./mlajit_gpu_tests "$tag" > $OUT/san_$1_$2.txt 2>&1

@@ -15,20 +15,7 @@ bench() {  # variant round
   MLAJIT_KERNEL_DIR=$dir MLAJIT_CACHE_DIR=$g/uc-$1 timeout 90 $g/prefix/bin/mlajit bench --kernel $fam --kv-dtype $kv "${args[@]}" --csv $csvdir/b_$1_r$2.csv > /dev/null 2>&1
   echo "bench $1 r$2 rc=$?" >> $log
 }
-table() {
-  python3 - $csvdir <<'PY' | tee -a $log
-import csv, glob, os, sys, collections
-t = collections.defaultdict(dict)
-for path in sorted(glob.glob(os.path.join(sys.argv[1], "b_*.csv"))):
-    name = os.path.basename(path)[2:-4]
-    for r in csv.DictReader(open(path)):
-        t[",".join(r[k] for k in ("heads", "batch", "kv_len", "page"))][name] = float(r["median_us"])
-names = sorted({n for v in t.values() for n in v})
-print("shape".ljust(16) + "".join(n[:13].rjust(14) for n in names))
-for k, v in t.items():
-    print(k.ljust(16) + "".join((f"{v[n]:.1f}" if n in v else "-").rjust(14) for n in names))
-PY
-}
+table() { python3 $g/bench_table.py $csvdir b_ | tee -a $log; }
 for v in $(ls var | grep -v nohint); do
   MLAJIT_KERNEL_DIR=$g/var/$v/kernels MLAJIT_CACHE_DIR=$g/uc-$v MLAJIT_TEST_KERNEL=hopper timeout 60 $g/mlajit_gpu_tests "[fp8]" > $OUT/t_$v.txt 2>&1
   echo "$v fp8 tests rc=$? $(tail -1 $OUT/t_$v.txt)" | tee -a $log

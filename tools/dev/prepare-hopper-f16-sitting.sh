@@ -40,6 +40,7 @@ mkdir -p carry/gpu/var/v4f16full && cp -r "$f16/kernels" carry/gpu/var/v4f16full
 mkdir -p carry/gpu/var/v5bf16staged && cp -r "$f16/kernels" carry/gpu/var/v5bf16staged/
 (cd carry/gpu/var/v5bf16staged && patch -s -p1 < "$OLDPWD/$results/hopper-bf16-staged-regions.patch")
 cp tools/dev/hopper-fp8-variants-sitting.sh carry/gpu/variants.sh
+cp tools/dev/bench_table.py carry/gpu/
 # The harness with the clock64 stamps (tools/dev/trace/README.md), on the f16 kernels.
 (cd "$f16" && patch -s -p1 < "$OLDPWD/$results/hopper-trace-f16.patch")
 nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -I "$f16/kernels" -DHARNESS_TRACE \

@@ -28,6 +28,7 @@ variant v2full8 $results/hopper-e4m3-v2full8.patch
 no_hint v5half8nohint v0landed
 no_hint v6full8nohint v2full8
 cp tools/dev/hopper-fp8-variants-sitting.sh carry/gpu/variants.sh
+cp tools/dev/bench_table.py carry/gpu/
 # The harness with the clock64 stamps (tools/dev/trace/README.md).
 trace=$(mktemp -d)
 cp -r kernels "$trace/" && (cd "$trace" && patch -s -p1 < "$OLDPWD/tools/dev/trace/hopper-trace.patch")
