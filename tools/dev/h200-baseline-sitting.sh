@@ -42,38 +42,6 @@ if [[ $part == 1 ]]; then
   stamp done
   cat $OUT/plan_cost.txt | tail -20; tail -42 $OUT/bench_auto.txt
   for f in $OUT/bench_*_*.txt; do echo "== $f"; tail -17 $f; done
-elif [[ $part == 3 ]]; then
-  # The short form, for a sitting with little device time: the e4m3 path in f16 (v1, and v4
-  # with a whole tile of codes ahead) on [fp8] forced to hopper; the bf16 staged-regions
-  # variant (v5) on the whole suite forced to hopper; four shapes timed twice against HEAD's
-  # kernels (v0) over e4m3 and the tree's over bf16; then racecheck of v1, v4 and v5, and
-  # memcheck of v4 and v5 while time lasts.
-  shapes="128,64,16384,64 128,128,1024,64 64,64,16384,64 16,128,16384,64"
-  args=(); for s in $shapes; do args+=(--shape "$s"); done
-  run() { MLAJIT_KERNEL_DIR=$g/var/$1/kernels MLAJIT_CACHE_DIR=$g/uc-$1 MLAJIT_TEST_KERNEL=hopper "${@:2}"; }
-  for v in v1f16r112 v4f16full; do
-    run $v timeout 60 ./mlajit_gpu_tests "[fp8]" > $OUT/t_$v.txt 2>&1
-    echo "$v fp8 tests rc=$? $(tail -2 $OUT/t_$v.txt | head -1)" | tee -a $log
-  done
-  for round in 1 2; do
-    if [[ $round == 2 ]]; then  # between the rounds: the tree's racecheck, v5's correctness
-      run v1f16r112 timeout 60 compute-sanitizer --tool racecheck ./mlajit_gpu_tests "[.sanitize-fp8]" > $OUT/san_v1_race.txt 2>&1
-      echo "v1f16r112 racecheck [.sanitize-fp8] rc=$? $(grep -E 'RACECHECK SUMMARY' $OUT/san_v1_race.txt | tail -1)" | tee -a $log
-      run v5bf16staged timeout 120 ./mlajit_gpu_tests > $OUT/t_v5.txt 2>&1
-      echo "v5bf16staged suite (hopper) rc=$? $(tail -2 $OUT/t_v5.txt | head -1)" | tee -a $log
-    fi
-    for v in v0head v1f16r112 v4f16full bf16 v5bf16staged; do
-      kv=e4m3 dir=$g/var/$v/kernels; [[ $v == bf16 ]] && kv=bf16 dir=""; [[ $v == v5bf16staged ]] && kv=bf16
-      MLAJIT_KERNEL_DIR=$dir MLAJIT_CACHE_DIR=$g/uc-$v timeout 60 prefix/bin/mlajit bench --kernel hopper --kv-dtype $kv "${args[@]}" --csv $csvdir/s_${v}_r$round.csv > /dev/null 2>&1
-      echo "bench $v r$round rc=$?" | tee -a $log
-    done
-  done
-  python3 ./bench_table.py $csvdir s_ | tee -a $log
-  for vt in "v4f16full racecheck fp8" "v5bf16staged racecheck" "v4f16full memcheck fp8" "v5bf16staged memcheck"; do
-    set -- $vt; tag="[.sanitize]"; [[ ${3:-} == fp8 ]] && tag="[.sanitize-fp8]"
-    run $1 timeout 60 compute-sanitizer --tool $2 ./mlajit_gpu_tests "$tag" > $OUT/san_$1_$2.txt 2>&1
-    echo "$1 $2 $tag rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_$1_$2.txt | tail -1)" | tee -a $log
-  done
 else
   OUT=$OUT bash ./variants.sh; cat $OUT/var.txt >> $log
   # Where a 128-head tile's time goes, over bf16 and over e4m3 (the tree's kernel, traced).

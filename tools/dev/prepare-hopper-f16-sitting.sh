@@ -6,7 +6,8 @@
 # warpgroups, and with a whole tile of codes held ahead; the traced harness on the f16 kernel;
 # and the baseline sitting (tools/dev/h200-baseline-sitting.sh, with plan_cost). Works from a
 # tree with or without the f16 change. Device call, carry ["carry/gpu"]:
-#   bash carry/gpu/h200-baseline-sitting.sh 2   (every variant; or 3: the short form; 1: baseline)
+#   bash carry/gpu/h200-baseline-sitting.sh 2   (every variant; or 1: the baseline)
+# The short form, with the V3.2 patches beside it: tools/dev/lean-sitting-2026-12-06.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 base=${BASE:-56f1bcc}
