@@ -71,6 +71,30 @@ mlajit::MlaRunArgs good_args(const mlajit::MlaShape& shape) {
 }
 constexpr int64_t kPlannedTokens = 7;
 
+// DeepSeek-V3.2's cache: 656-byte token rows [512 e4m3 codes][4 fp32 scales][64 bf16 kpe].
+mlajit::MlaShape v32_shape() {
+  mlajit::MlaShape shape;
+  shape.kv_dtype = mlajit::DType::kFloat8E4M3;
+  shape.kv_scales = mlajit::KvScales::kPerToken128;
+  return shape;
+}
+
+mlajit::MlaRunArgs v32_args() {
+  const mlajit::MlaShape shape = v32_shape();
+  mlajit::MlaRunArgs a = good_args(shape);
+  constexpr int64_t kRow = 656;
+  a.ckv = fake_pointer(0x300000);
+  a.ckv_stride_token = kRow;
+  a.ckv_stride_page = shape.page_size * kRow;
+  a.ckv_scales = static_cast<const float*>(fake_pointer(0x300000 + 512));
+  a.ckv_scales_stride_token = kRow / 4;
+  a.ckv_scales_stride_page = shape.page_size * kRow / 4;
+  a.kpe = fake_pointer(0x300000 + 528);
+  a.kpe_stride_token = kRow / 2;
+  a.kpe_stride_page = shape.page_size * kRow / 2;
+  return a;
+}
+
 // Three requests: q_len 1, 2, 4 (7 tokens); kv_len 100, 0, 200 over pages of 64.
 struct GoodBatch {
   std::vector<int32_t> qo_indptr{0, 1, 3, 7};
@@ -129,6 +153,10 @@ void add_shape_cases(std::vector<BadInput>& cases) {
              [](auto& s) { s.kv_dtype = static_cast<mlajit::DType>(7); });
   shape_case("dtype = e4m3 (queries and output in FP8)", "dtype=e4m3", ErrorCode::kUnsupported,
              [](auto& s) { s.dtype = mlajit::DType::kFloat8E4M3; });
+  shape_case("kv_scales = 7 (not an enumerator)", "kv_scales=7", inv,
+             [](auto& s) { s.kv_scales = static_cast<mlajit::KvScales>(7); });
+  shape_case("kv_scales = token128 over a bf16 cache", "kv_scales=token128 needs kv_dtype=e4m3",
+             inv, [](auto& s) { s.kv_scales = mlajit::KvScales::kPerToken128; });
 }
 
 // What no family (or the asked one) computes: refused before a device is looked at.
@@ -164,6 +192,17 @@ void add_family_cases(std::vector<BadInput>& cases) {
               [](auto& s, auto& o) {
                 o.kernel = "portable";
                 s.head_dim_ckv = 576;
+              });
+  family_case("kv_scales = token128 with head dims (256, 32)", "head_dim_ckv 512", unsupported,
+              [](auto& s, auto&) {
+                s = v32_shape();
+                s.head_dim_ckv = 256;
+                s.head_dim_kpe = 32;
+              });
+  family_case("kernel = \"hopper\", kv_scales = token128", "per tensor only", unsupported,
+              [](auto& s, auto& o) {
+                s = v32_shape();
+                o.kernel = "hopper";
               });
 }
 
@@ -285,6 +324,36 @@ void add_kv_scale_cases(std::vector<BadInput>& cases) {
              [](auto& a) { a.kv_scale_ckv = 0.5f; });
   scale_case("bf16 KV: kv_scale_kpe_device set", "e4m3 cache only", bf16, bf16,
              [](auto& a) { a.kv_scale_kpe_device = &device_scale; });
+  scale_case("e4m3 KV, per-tensor scales: ckv_scales set", "kv_scales token128", e4m3, bf16,
+             [](auto& a) { a.ckv_scales = &device_scale; });
+}
+
+// DeepSeek-V3.2's per-token scales (KvScales::kPerToken128) and its 656-byte rows.
+void add_token_scale_cases(std::vector<BadInput>& cases) {
+  auto token_case = [&](std::string what, std::string names,
+                        std::function<void(mlajit::MlaRunArgs&)> edit) {
+    cases.push_back({"validate_run_args (run)", std::move(what), std::move(names),
+                     ErrorCode::kInvalidArgument, [edit] {
+                       mlajit::MlaRunArgs a = v32_args();
+                       edit(a);
+                       mlajit::validate_run_args(v32_shape(), a, kPlannedTokens);
+                     }});
+  };
+  token_case("per-token scales: ckv_scales null", "ckv_scales is null",
+             [](auto& a) { a.ckv_scales = nullptr; });
+  token_case("per-token scales: ckv_scales 4-byte aligned only", "16-byte aligned", [](auto& a) {
+    a.ckv_scales = static_cast<const float*>(fake_pointer(0x300000 + 516));
+  });
+  token_case("per-token scales: ckv_scales_stride_token = 2 (< 4 scales)",
+             "ckv_scales_stride_token=2", [](auto& a) { a.ckv_scales_stride_token = 2; });
+  token_case("per-token scales: ckv_scales_stride_token = 162 (not 16 bytes)",
+             "ckv_scales_stride_token=162", [](auto& a) { a.ckv_scales_stride_token = 162; });
+  token_case("per-token scales: ckv_scales_stride_page below a page of tokens",
+             "ckv_scales_stride_page", [](auto& a) { a.ckv_scales_stride_page = 164; });
+  token_case("per-token scales: kv_scale_ckv = 0.5 as well", "per-tensor KV scales are set",
+             [](auto& a) { a.kv_scale_ckv = 0.5f; });
+  token_case("per-token scales: kpe_stride_token = 76 bf16 (not 16 bytes)", "kpe_stride_token",
+             [](auto& a) { a.kpe_stride_token = 76; });
 }
 
 void add_stride_cases(std::vector<BadInput>& cases) {
@@ -334,6 +403,7 @@ void add_stride_cases(std::vector<BadInput>& cases) {
                      mlajit::validate_run_args(shape, a, kPlannedTokens);
                    }});
   add_kv_scale_cases(cases);
+  add_token_scale_cases(cases);
 }
 
 void add_kv_indices_cases(std::vector<BadInput>& cases) {
@@ -532,6 +602,16 @@ TEST_CASE("the well-formed inputs the bad-input cases start from are accepted", 
   scaled.kv_scale_ckv_device = &device_scales[0];
   scaled.kv_scale_kpe_device = &device_scales[1];
   REQUIRE_NOTHROW(mlajit::validate_run_args(fp8, scaled, kPlannedTokens));
+  // DeepSeek-V3.2's 656-byte rows, and the same scales as a tensor of their own.
+  REQUIRE_NOTHROW(mlajit::validate_shape_and_options(v32_shape(), mlajit::MlaOptions{}));
+  REQUIRE_NOTHROW(mlajit::validate_run_args(v32_shape(), v32_args(), kPlannedTokens));
+  mlajit::MlaRunArgs split = v32_args();
+  split.ckv_scales_stride_token = 4;
+  split.ckv_scales_stride_page = 4 * 64;
+  REQUIRE_NOTHROW(mlajit::validate_run_args(v32_shape(), split, kPlannedTokens));
+  REQUIRE_NOTHROW(mlajit::KernelSpec::parse(
+      "portable;q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+      "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"));
 }
 
 TEST_CASE("every bad input is refused with its error code and a message naming the argument",

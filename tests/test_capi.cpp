@@ -243,8 +243,8 @@ TEST_CASE("run args carry the FP8 KV scales, and the 0.1 layout is read without 
     float sm_scale;
   };
   STATIC_REQUIRE(offsetof(mlajit_run_args, kv_scale_ckv) == sizeof(run_args_0_1));
-  STATIC_REQUIRE(sizeof(mlajit_run_args) == offsetof(mlajit_run_args, kv_scale_kpe_device) +
-                                                sizeof(const float*));  // no new tail padding
+  STATIC_REQUIRE(sizeof(mlajit_run_args) == offsetof(mlajit_run_args, ckv_scales_stride_token) +
+                                                sizeof(int64_t));  // no new tail padding
 
   mlajit_run_args args;
   std::memset(&args, 0x5a, sizeof(args));
@@ -299,6 +299,51 @@ TEST_CASE("run args carry the FP8 KV scales, and the 0.1 layout is read without 
   old.struct_size = sizeof(args) + 8;
   CHECK_THROWS_WITH(mlajit::capi::to_run_args(&old),
                     Catch::Contains("is larger than this library's"));
+}
+
+TEST_CASE("shape and run args carry per-token KV scales; the layouts before them are read "
+          "without them") {
+  // Programs built before kv_scales: the shape ended at kv_dtype (tail padding to 40 bytes,
+  // which `reserved` now names), the run args at kv_scale_kpe_device.
+  STATIC_REQUIRE(offsetof(mlajit_shape, kv_scales) == offsetof(mlajit_shape, reserved) + 4);
+  STATIC_REQUIRE(offsetof(mlajit_shape, reserved) % 8 == 4);
+  const size_t shape_before = offsetof(mlajit_shape, reserved) + 4;
+  const size_t args_before = offsetof(mlajit_run_args, ckv_scales);
+  STATIC_REQUIRE(offsetof(mlajit_run_args, ckv_scales) ==
+                 offsetof(mlajit_run_args, kv_scale_kpe_device) + sizeof(const float*));
+
+  mlajit_shape shape;
+  std::memset(&shape, 0x5a, sizeof(shape));
+  mlajit_shape_init(&shape);
+  CHECK(shape.kv_scales == MLAJIT_KV_SCALES_PER_TENSOR);
+  shape.kv_dtype = MLAJIT_FLOAT8_E4M3;
+  shape.kv_scales = MLAJIT_KV_SCALES_PER_TOKEN_128;
+  CHECK(mlajit::capi::to_shape(&shape).kv_scales == mlajit::KvScales::kPerToken128);
+  shape.kv_scales = static_cast<mlajit_kv_scales>(5);
+  CHECK_THROWS_WITH(mlajit::capi::to_shape(&shape),
+                    Catch::Contains("shape->kv_scales=5 is not known"));
+  // What lies past an older program's struct (its padding included) is never read.
+  shape.struct_size = shape_before;
+  CHECK(mlajit::capi::to_shape(&shape).kv_scales == mlajit::KvScales::kPerTensor);
+
+  mlajit_run_args args;
+  std::memset(&args, 0x5a, sizeof(args));
+  mlajit_run_args_init(&args);
+  CHECK(args.ckv_scales == nullptr);
+  CHECK(args.ckv_scales_stride_page == 0);
+  CHECK(args.ckv_scales_stride_token == 0);
+  alignas(16) const float scales[4] = {1, 2, 3, 4};
+  args.ckv_scales = scales;
+  args.ckv_scales_stride_page = 164 * 64;
+  args.ckv_scales_stride_token = 164;
+  const mlajit::MlaRunArgs read = mlajit::capi::to_run_args(&args);
+  CHECK(read.ckv_scales == scales);
+  CHECK(read.ckv_scales_stride_page == 164 * 64);
+  CHECK(read.ckv_scales_stride_token == 164);
+  args.struct_size = args_before;
+  const mlajit::MlaRunArgs older = mlajit::capi::to_run_args(&args);
+  CHECK(older.ckv_scales == nullptr);
+  CHECK(older.ckv_scales_stride_token == 0);
 }
 
 TEST_CASE("an invalid shape is reported before the GPU is touched") {

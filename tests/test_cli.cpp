@@ -35,6 +35,7 @@
 namespace fs = std::filesystem;
 using mlajit::DType;
 using mlajit::KernelSpec;
+using mlajit::KvScales;
 
 using mlajit::test::TempDir;
 
@@ -314,11 +315,11 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   using namespace mlajit::family;
   const auto specs = fleet_matrix(FleetMatrixOptions{});
   // portable: every profiled arch x (2 dtypes x 2 head dims x causal + bf16 queries over an
-  // e4m3 cache at 512/64 x causal); hopper: sm_90a x (2 dtypes + bf16 over e4m3) x causal
-  // (512/64 only).
+  // e4m3 cache at 512/64, with per-tensor and per-token scales, x causal); hopper: sm_90a x
+  // (2 dtypes + bf16 over e4m3 with per-tensor scales) x causal (512/64 only).
   // And merge_states (merge_states.h), once per profiled arch.
   const size_t archs = mlajit::jit::device_profiles().size();
-  const size_t portable_rows = archs * (2 * 2 * 2 + 2);
+  const size_t portable_rows = archs * (2 * 2 * 2 + 2 * 2);
   CHECK(specs.size() == portable_rows + 6 + archs);
   std::set<std::string> texts;
   size_t hopper_rows = 0, merge_rows = 0;
@@ -341,6 +342,7 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
     if (spec.kv_dtype == DType::kFloat8E4M3) {
       CHECK(spec.q_dtype == DType::kBFloat16);
       CHECK(spec.head_dim_ckv == 512);
+      if (spec.kv_scales == KvScales::kPerToken128) CHECK(spec.family == "portable");
     } else {
       CHECK(spec.q_dtype == spec.kv_dtype);
     }
@@ -384,11 +386,18 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.kv_dtypes = {DType::kFloat8E4M3};
   options.head_dims = {};
   const auto fp8 = fleet_matrix(options);
-  REQUIRE(fp8.size() == 4);  // each family's: bf16 queries, 512/64, causal 0/1
+  // portable: bf16 queries, 512/64, causal 0/1, per-tensor and per-token scales; hopper:
+  // per-tensor scales, causal 0/1.
+  REQUIRE(fp8.size() == 6);
+  size_t token_scaled = 0;
   for (const auto& spec : fp8) {
-    CHECK(spec.text().find(spec.family + ";q=bf16;kv=e4m3;o=bf16;ckv=512;") == 0);
+    const bool per_token = spec.kv_scales == KvScales::kPerToken128;
+    token_scaled += per_token;
+    CHECK(spec.text().find(spec.family + (per_token ? ";q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;"
+                                                    : ";q=bf16;kv=e4m3;o=bf16;ckv=512;")) == 0);
   }
-  CHECK(fp8[0].family != fp8[3].family);
+  CHECK(token_scaled == 2);
+  CHECK(fp8[0].family != fp8[5].family);
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
   CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
@@ -964,8 +973,8 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  // portable: 10 archs x 10 shapes; hopper: sm_90a x 6 shapes; merge_states: one per arch
-  CHECK(specs == 116);
+  // portable: 10 archs x 12 shapes; hopper: sm_90a x 6 shapes; merge_states: one per arch
+  CHECK(specs == 136);
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -986,11 +995,11 @@ TEST_CASE("precompile of the default matrix twice compiles nothing the second ti
   const std::string args = "precompile -j 2 --json --out " + shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   REQUIRE(first.exit_code == 0);
-  CHECK(parse_json(first.out)["compiled"].number == 116);
+  CHECK(parse_json(first.out)["compiled"].number == 136);
   const CliRun second = run_cli(args, cache.path());
   REQUIRE(second.exit_code == 0);
   CHECK(parse_json(second.out)["compiled"].number == 0);
-  CHECK(parse_json(second.out)["cached"].number == 116);
+  CHECK(parse_json(second.out)["cached"].number == 136);
 }
 
 TEST_CASE("precompile --kernel names the family's rows, and says why it cannot build one") {
@@ -1001,7 +1010,7 @@ TEST_CASE("precompile --kernel names the family's rows, and says why it cannot b
   INFO(rows.err);
   REQUIRE(rows.exit_code == 0);
   const JsonValue matrix = parse_json(rows.out);
-  CHECK(matrix["specs"].number == 10);
+  CHECK(matrix["specs"].number == 12);
   for (const auto& spec : matrix["matrix"].items) {
     CHECK(spec.text.rfind("portable;", 0) == 0);
     CHECK(spec.text.find(";arch=sm_90a") != std::string::npos);

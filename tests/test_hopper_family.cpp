@@ -133,6 +133,12 @@ TEST_CASE("hopper refuses spec texts its kernel cannot take, naming the field") 
   KernelSpec plain = good;
   plain.arch = "sm_90";
   CHECK(contains(check_refusal(plain, ErrorCode::kUnsupported), "arch must be sm_90a"));
+  KernelSpec token_scaled = good;
+  token_scaled.kv_dtype = DType::kFloat8E4M3;
+  token_scaled.kv_scales = mlajit::KvScales::kPerToken128;
+  CHECK(contains(check_refusal(token_scaled, ErrorCode::kUnsupported), "per tensor only"));
+  token_scaled.kv_dtype = DType::kBFloat16;  // per-token scales over a 16-bit cache: no family
+  CHECK(contains(check_refusal(token_scaled, ErrorCode::kUnsupported), "apply to an e4m3 cache"));
   KernelSpec tiled = good;
   tiled.tile.num_stages = 3;
   CHECK(contains(check_refusal(tiled, ErrorCode::kInvalidArgument), "one tile config"));

@@ -100,6 +100,29 @@ TEST_CASE("a bad spec text is rejected naming the field and value") {
                       {"ckv", "99999999999"});
 }
 
+TEST_CASE("per-token KV scales add one field after kv; per-tensor specs' texts are unchanged") {
+  KernelSpec spec;
+  spec.kv_dtype = DType::kFloat8E4M3;
+  const std::string per_tensor = spec.text();
+  CHECK(per_tensor.find("kv_scales") == std::string::npos);
+  spec.kv_scales = mlajit::KvScales::kPerToken128;
+  const std::string per_token = spec.text();
+  CHECK(per_token.find(";kv=e4m3;kv_scales=token128;o=bf16;") != std::string::npos);
+  CHECK(KernelSpec::parse(per_token) == spec);
+  CHECK(KernelSpec::parse(per_token).kv_scales == mlajit::KvScales::kPerToken128);
+  CHECK(KernelSpec::parse(per_tensor).kv_scales == mlajit::KvScales::kPerTensor);
+  CHECK(per_token != per_tensor);  // so are their cache keys
+  // text() never writes the default: parse() refuses it, as any other unknown value.
+  std::string written = per_token;
+  written.replace(written.find("token128"), 8, "tensor");
+  require_parse_error(written, {"'kv_scales'", "'tensor'", "leaving the field out"});
+  written.replace(written.find("tensor"), 6, "block64");
+  require_parse_error(written, {"'kv_scales'", "'block64'"});
+  require_parse_error(per_token + ";kv_scales=token128", {"appears twice"});
+  CHECK(mlajit::parse_kv_scales("token128") == mlajit::KvScales::kPerToken128);
+  CHECK_THROWS_AS(mlajit::parse_kv_scales("per-token"), Error);
+}
+
 TEST_CASE("dtype names parse back and have their sizes") {
   for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat8E4M3}) {
     CHECK(mlajit::parse_dtype(mlajit::dtype_name(dtype)) == dtype);

@@ -13,6 +13,7 @@ using mlajit::DType;
 using mlajit::Error;
 using mlajit::ErrorCode;
 using mlajit::KernelSpec;
+using mlajit::KvScales;
 using mlajit::MlaShape;
 using mlajit::family::DeviceTarget;
 using mlajit::family::profile_target;
@@ -184,19 +185,21 @@ TEST_CASE("the portable spec takes the device's tier, a forced tier, and the tar
 
 TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs x causal, and FP8 KV") {
   const auto shapes = portable().fleet_shapes();
-  CHECK(shapes.size() == 10);
-  int fp8_rows = 0;
+  CHECK(shapes.size() == 12);
+  int fp8_rows = 0, token_scaled = 0;
   for (const MlaShape& shape : shapes) {
     CHECK(portable().shape_unsupported_reason(shape).empty());
     if (shape.effective_kv_dtype() == DType::kFloat8E4M3) {
       ++fp8_rows;
       CHECK(shape.dtype == DType::kBFloat16);
       CHECK(shape.head_dim_ckv == 512);
+      token_scaled += shape.kv_scales == KvScales::kPerToken128;
     } else {
       CHECK_FALSE(shape.kv_dtype.has_value());
     }
   }
-  CHECK(fp8_rows == 2);
+  CHECK(fp8_rows == 4);  // per-tensor and per-token scales (DeepSeek-V3.2), causal 0/1
+  CHECK(token_scaled == 2);
 }
 
 TEST_CASE("an e4m3 cache keeps the bf16 cache's shared memory: its tiles are expanded in place") {
@@ -218,6 +221,34 @@ TEST_CASE("an e4m3 cache keeps the bf16 cache's shared memory: its tiles are exp
     INFO(arch);
     CHECK(portable().unsupported_reason(shape, profile_target(arch)).empty());
   }
+}
+
+TEST_CASE("per-token scales take 16 bytes a token and stage beyond the e4m3 tiles, on every arch") {
+  MlaShape shape;
+  shape.kv_dtype = DType::kFloat8E4M3;
+  MlaShape v32 = shape;
+  v32.kv_scales = mlajit::KvScales::kPerToken128;
+  for (int tier = 1; tier <= 3; ++tier) {
+    INFO("tier " << tier);
+    mlajit::MlaOptions options;
+    options.force_tier = tier;
+    const KernelSpec plain = portable().spec_for(shape, profile_target("sm_90"), options);
+    const KernelSpec scaled = portable().spec_for(v32, profile_target("sm_90"), options);
+    CHECK(scaled.tile == plain.tile);
+    CHECK(portable().program(scaled).geometry.dynamic_smem_bytes ==
+          portable().program(plain).geometry.dynamic_smem_bytes +
+              plain.tile.num_stages * plain.tile.kv_tile * 16);
+    CHECK(portable().program(scaled).name_expression.find("e4m3_token128_t") != std::string::npos);
+  }
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"}) {
+    INFO(arch);
+    CHECK(portable().unsupported_reason(v32, profile_target(arch)).empty());
+    CHECK(portable().spec_for(v32, profile_target(arch), {}).tile ==
+          portable().spec_for(shape, profile_target(arch), {}).tile);
+  }
+  // Their decode tiles expand the codes (no narrow streams): the default item overhead.
+  v32.num_heads = 16;
+  CHECK(portable().plan_item_overhead_tokens(v32) == mlajit::plan::kItemOverheadTokens);
 }
 
 TEST_CASE("the planner's item overhead doubles for e4m3 decode with at most 16 heads") {

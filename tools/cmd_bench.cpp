@@ -23,6 +23,7 @@ struct BenchArgs {
   std::vector<std::string> shapes;  // "H,B,L,page[,q_len,causal]", "ragged:H,B,MIN,MAX,SEED"
   std::string dtype;
   std::string kv_dtype;
+  std::string kv_scales;
   bool causal = false;
   int q_len = 0;
   int tier = 0;
@@ -88,6 +89,15 @@ std::vector<MlaBenchShape> bench_shapes(const BenchArgs& args, const CLI::App& a
     if (app.count("--kv-dtype")) {
       as_usage("--kv-dtype", [&] { shape.kv_dtype = parse_dtype(args.kv_dtype); });
     }
+    if (app.count("--kv-scales")) {
+      as_usage("--kv-scales", [&] {
+        shape.kv_scales = parse_kv_scales(args.kv_scales);
+        if (shape.kv_scales != KvScales::kPerTensor && shape.kv_dtype != DType::kFloat8E4M3) {
+          throw Error(ErrorCode::kInvalidArgument,
+                      "--kv-scales token128 scales an e4m3 cache: give --kv-dtype e4m3 too");
+        }
+      });
+    }
     if (app.count("--causal")) shape.causal = args.causal;
     if (app.count("--qlen")) shape.q_len = args.q_len;
     if (app.count("--tier")) shape.force_tier = args.tier;
@@ -104,6 +114,7 @@ std::string variant_of(const MlaBenchShape& shape) {
   if (shape.kv_dtype && *shape.kv_dtype != shape.dtype) {
     add(std::string("kv ") + dtype_name(*shape.kv_dtype));
   }
+  if (shape.kv_scales != KvScales::kPerTensor) add(kv_scales_name(shape.kv_scales));
   if (shape.causal) add("causal");
   if (shape.force_tier) add("tier" + std::to_string(shape.force_tier));
   if (shape.batch_invariant) add("invariant");
@@ -266,6 +277,7 @@ std::vector<MlaBenchShape> runnable_default_rows(const std::vector<MlaBenchShape
     mla.page_size = shape.page_size;
     mla.dtype = shape.dtype;
     mla.kv_dtype = shape.kv_dtype;
+    mla.kv_scales = shape.kv_scales;
     mla.causal = shape.causal;
     MlaOptions options;
     options.kernel = args.kernel;
@@ -337,6 +349,11 @@ Command add_bench_command(CLI::App& parent) {
                   "KV cache dtype for every shape: e4m3 (FP8 with per-tensor scales; GB/s counts "
                   "its 1-byte elements, no peer has a figure); default: the --dtype")
       ->check(CLI::IsMember({"bf16", "f16", "e4m3"}));
+  app->add_option("--kv-scales", args->kv_scales,
+                  "with --kv-dtype e4m3: tensor (default) or token128, DeepSeek-V3.2's cache of "
+                  "656-byte token rows (512 codes, a float32 scale per 128 of them, 64 bf16 kpe "
+                  "values; GB/s counts the 656 bytes)")
+      ->check(CLI::IsMember({"tensor", "token128"}));
   app->add_flag("--causal", args->causal, "causal mask for every shape");
   app->add_option("--qlen", args->q_len, "queries per request (speculative decode)")
       ->check(CLI::Range(1, 64));

@@ -38,6 +38,8 @@ struct CaseShape {
   bool quick;  // part of --quick
   std::optional<DType> kv_dtype = std::nullopt;  // unset: the same as dtype
   bool device_scales = false;  // e4m3: the KV scales as device pointers, not floats
+  // e4m3 with DeepSeek-V3.2's per-token scales, in its 656-byte token rows.
+  bool token_scales = false;
 };
 
 // Batches of 6 requests, kv_len in [1, 1100]: long enough for several KV tiles and splits,
@@ -68,6 +70,10 @@ const std::vector<CaseShape>& verify_shapes() {
       {"e4m3 tier 2 H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 2, false, false, e4m3},
       {"e4m3 tier 3 H16 page64 f16", 16, 64, 1, false, f16, 512, 64, 3, false, false, e4m3},
       {"e4m3 256/32 H16 page64 bf16", 16, 64, 1, false, bf16, 256, 32, 0, false, false, e4m3},
+      {"e4m3 per-token scales (V3.2 rows) H128 page64 bf16", 128, 64, 1, false, bf16, 512, 64, 0,
+       false, false, e4m3, false, true},
+      {"e4m3 per-token scales (V3.2 rows) causal q2 H16 page1 bf16", 16, 1, 2, true, bf16, 512, 64,
+       0, false, false, e4m3, false, true},
   };
   return shapes;
 }
@@ -82,7 +88,9 @@ MlaCheckCase make_case(const CaseShape& shape, int device, const std::string& ke
   mla.head_dim_ckv = shape.ckv;
   mla.head_dim_kpe = shape.kpe;
   mla.kv_dtype = shape.kv_dtype;
+  if (shape.token_scales) mla.kv_scales = KvScales::kPerToken128;
   MlaCheckCase check = make_random_case(shape.name, mla, 6, shape.q_len, 1, 1100, seed);
+  check.concatenated_kv = shape.token_scales;
   check.options.device = device;
   check.options.kernel = kernel;
   check.options.force_tier = shape.force_tier;

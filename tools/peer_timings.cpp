@@ -97,7 +97,7 @@ bool same_problem(const MlaBenchShape& a, const MlaBenchShape& b) {
   return a.num_heads == b.num_heads && a.page_size == b.page_size && a.q_len == b.q_len &&
          a.causal == b.causal && a.dtype == b.dtype &&
          a.kv_dtype.value_or(a.dtype) == b.kv_dtype.value_or(b.dtype) &&
-         a.force_tier == b.force_tier &&
+         a.kv_scales == b.kv_scales && a.force_tier == b.force_tier &&
          a.topk_cache_tokens == b.topk_cache_tokens && kv_lens_of(a) == kv_lens_of(b);
 }
 

@@ -34,9 +34,16 @@ struct MlaShape {
   DType dtype = DType::kBFloat16;  // of the queries and the output: bf16 or f16
   std::optional<DType> kv_dtype;   // of the KV cache; unset: the same as dtype. e4m3 (FP8, with
                                    // per-tensor scales in MlaRunArgs): the portable family
+  // How an e4m3 cache is scaled (kernel_spec.h): per tensor, or DeepSeek-V3.2's fp32 scale per
+  // 128 ckv values of each token with kpe in `dtype` (kPerToken128; portable family, ckv 512).
+  KvScales kv_scales = KvScales::kPerTensor;
   bool causal = false;        // bottom-right aligned: query i of a request sees t <= kv_len - q_len + i
 
   DType effective_kv_dtype() const { return kv_dtype.value_or(dtype); }
+  // The kpe half of the cache: the KV dtype, but unquantized (the queries') under kPerToken128.
+  DType kpe_dtype() const {
+    return kv_scales == KvScales::kPerToken128 ? dtype : effective_kv_dtype();
+  }
 };
 
 enum class LseBase : int { kBase2 = 0, kNatural = 1 };
@@ -76,7 +83,8 @@ inline constexpr int kDefaultInvariantChunkTokens = 2048;
 // must be contiguous; pointers 16-byte aligned and strides multiples of 16 bytes (8 elements
 // of a 16-bit dtype), so that one concatenated [page][token][ckv+kpe] cache works
 // (kpe = ckv + head_dim_ckv). q_nope, q_pe and out are of the shape's dtype, ckv and kpe of
-// its KV dtype (so an e4m3 cache's strides are multiples of 16 elements).
+// its KV dtype (so an e4m3 cache's strides are multiples of 16 elements); under
+// KvScales::kPerToken128 kpe is of the shape's dtype.
 struct MlaRunArgs {
   const void* q_nope = nullptr;  // [num_tokens][num_heads][head_dim_ckv]
   int64_t q_nope_stride_token = 0, q_nope_stride_head = 0;
@@ -101,6 +109,13 @@ struct MlaRunArgs {
   float kv_scale_kpe = 1.0f;
   const float* kv_scale_ckv_device = nullptr;  // 4-byte aligned
   const float* kv_scale_kpe_device = nullptr;
+  // KvScales::kPerToken128 only (and then required, with the four above left at their
+  // defaults): ckv[t][c] reads code * ckv_scales[t][c / 128], fp32, 16-byte aligned, strides in
+  // floats, multiples of 4. DeepSeek-V3.2's 656-byte token row of one cache buffer `row`:
+  // ckv = row, ckv_scales = row + 512 B, kpe = row + 528 B (bf16), token strides 656 B (656
+  // codes, 164 floats, 328 bf16).
+  const float* ckv_scales = nullptr;  // [num_pages][page_size][head_dim_ckv / 128]
+  int64_t ckv_scales_stride_page = 0, ckv_scales_stride_token = 0;
 };
 
 // Ragged batch description, all host arrays (read during plan() only).

@@ -16,6 +16,18 @@ MLAJIT_API DType parse_dtype(const std::string& text);    // throws Error(kInval
 // Bytes per element (2, 2, 1); 0 for a value outside the enum. The one owner of element sizes.
 MLAJIT_API int dtype_size(DType dtype) noexcept;
 
+// How an e4m3 KV cache is scaled back to real values.
+//  - kPerTensor: ckv and kpe both in e4m3, one scale each (MlaRunArgs::kv_scale_ckv / _kpe).
+//  - kPerToken128: ckv in e4m3 with one fp32 scale per 128 values of each token
+//    (MlaRunArgs::ckv_scales), kpe unquantized in the queries' dtype: DeepSeek-V3.2's layout
+//    (656 bytes a token: 512 codes, 4 scales, 64 bf16 rope values).
+enum class KvScales : int { kPerTensor = 0, kPerToken128 = 1 };
+
+MLAJIT_API const char* kv_scales_name(KvScales scales) noexcept;  // "tensor" / "token128"
+MLAJIT_API KvScales parse_kv_scales(const std::string& text);     // throws Error(kInvalidArgument)
+// ckv values that share one scale under kPerToken128.
+inline constexpr int kCkvScaleBlock = 128;
+
 // One shared-memory configuration of the MLA kernel (the reference's three tiers are the
 // candidates; see tile_config.h for how one is chosen).
 struct MLAJIT_API TileConfig {
@@ -33,6 +45,7 @@ struct MLAJIT_API KernelSpec {
   DType q_dtype = DType::kBFloat16;
   DType kv_dtype = DType::kBFloat16;
   DType o_dtype = DType::kBFloat16;
+  KvScales kv_scales = KvScales::kPerTensor;  // of an e4m3 cache
   int head_dim_ckv = 512;
   int head_dim_kpe = 64;
   bool causal = false;
@@ -41,6 +54,8 @@ struct MLAJIT_API KernelSpec {
 
   // Canonical text, e.g.
   // "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"
+  // kv_scales other than kPerTensor adds ";kv_scales=token128" after kv (so the texts of
+  // per-tensor specs, and the caches keyed by them, are what they were before the field).
   std::string text() const;
   // Inverse of text(); throws Error(kInvalidArgument) naming the offending field.
   static KernelSpec parse(const std::string& text);

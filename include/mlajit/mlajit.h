@@ -63,6 +63,15 @@ typedef enum mlajit_dtype {
   MLAJIT_DTYPE_MIN_ENUM_ = -0x7fffffff - 1,
   MLAJIT_DTYPE_MAX_ENUM_ = 0x7fffffff
 } mlajit_dtype;
+/* How an e4m3 KV cache is scaled (mlajit_shape.kv_scales): one scale per tensor for ckv and
+ * kpe, or DeepSeek-V3.2's layout, one float32 scale per 128 ckv values of each token
+ * (mlajit_run_args.ckv_scales) with kpe unquantized in the shape's dtype. */
+typedef enum mlajit_kv_scales {
+  MLAJIT_KV_SCALES_PER_TENSOR = 0,
+  MLAJIT_KV_SCALES_PER_TOKEN_128 = 1,
+  MLAJIT_KV_SCALES_MIN_ENUM_ = -0x7fffffff - 1,
+  MLAJIT_KV_SCALES_MAX_ENUM_ = 0x7fffffff
+} mlajit_kv_scales;
 typedef enum mlajit_lse_base {
   MLAJIT_LSE_BASE2 = 0,
   MLAJIT_LSE_NATURAL = 1,
@@ -107,6 +116,10 @@ typedef struct mlajit_shape {
   int32_t causal;       /* 0/1; bottom-right aligned */
   /* Appended in 0.2.0; a struct_size without it (an older header) is still accepted. */
   mlajit_dtype kv_dtype; /* of the KV cache; MLAJIT_KV_DTYPE_SAME (default): dtype */
+  int32_t reserved;      /* names the tail padding, never read: kv_scales starts past every byte
+                            a program built before it covers */
+  /* Appended after the tail padding; a struct_size without it is still accepted. */
+  mlajit_kv_scales kv_scales; /* of an e4m3 KV cache; default MLAJIT_KV_SCALES_PER_TENSOR */
 } mlajit_shape;
 
 typedef struct mlajit_options {
@@ -170,6 +183,15 @@ typedef struct mlajit_run_args {
   float kv_scale_kpe; /* default 1 */
   const float* kv_scale_ckv_device; /* NULL (default) or 4-byte aligned */
   const float* kv_scale_kpe_device;
+  /* Appended after 0.2.0's first layout; a struct_size without them is still accepted.
+   * Shape kv_scales MLAJIT_KV_SCALES_PER_TOKEN_128 only (then required, with the four fields
+   * above at their defaults): ckv value c of a token is its code x ckv_scales[page][token][c /
+   * 128]; float32, 16-byte aligned, strides in floats (multiples of 4); kpe is then of the
+   * shape's dtype (its strides in its elements). DeepSeek-V3.2's 656-byte token rows of one
+   * buffer `row`: ckv = row, ckv_scales = row + 512 bytes, kpe = row + 528 bytes; token strides
+   * 656 (ckv), 164 (ckv_scales), 328 (kpe). */
+  const float* ckv_scales; /* NULL (default): [num_pages][page_size][head_dim_ckv / 128] */
+  int64_t ckv_scales_stride_page, ckv_scales_stride_token;
 } mlajit_run_args;
 
 typedef struct mlajit_plan_info {

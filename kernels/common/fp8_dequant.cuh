@@ -11,6 +11,15 @@ struct e4m3_t {
   unsigned char bits;
 };
 
+// An e4m3 ckv cache with one fp32 scale per 128 values of each token (MlaParams::ckv_scales)
+// and kpe unquantized in the queries' type: DeepSeek-V3.2's layout. Its elements are e4m3_t's.
+struct e4m3_token128_t {
+  unsigned char bits;
+};
+
+// ckv values that share one scale in an e4m3_token128_t cache (the host's kCkvScaleBlock).
+constexpr int kCkvScaleBlock = 128;
+
 // Two e4m3 codes (low byte first) as an f16 pair: their values divided by `kF16PairFactor`.
 #if __CUDA_ARCH__ >= 890
 // Ada and later convert pairs in one instruction, exactly.

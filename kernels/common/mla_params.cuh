@@ -74,6 +74,11 @@ struct MlaParams {
   const float* kv_scale_kpe_device;
   float kv_scale_ckv;
   float kv_scale_kpe;
+  // KV scales per token (DeepSeek-V3.2's layout, MlaConfig's e4m3_token128_t cache): ckv value
+  // c of a token is its code times ckv_scales[page][slot][c / 128]; strides in floats. Null
+  // otherwise.
+  const float* ckv_scales;
+  int64_t ckv_scales_stride_page, ckv_scales_stride_token;
 };
 
 }  // namespace mlajit_kernel

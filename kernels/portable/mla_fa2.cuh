@@ -14,7 +14,8 @@
 //    rows 0-15, splitting the KV tile's columns in QK and the output dims in PV.
 //  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache (KvRing). An
 //    e4m3 cache lands in the top half of its stage and is dequantized in place (dequantize_kv).
-//  - NarrowStreams (tiles of at most 16 rows over an e4m3 cache, narrow_streams.cuh): the two
+//  - NarrowStreams (tiles of at most 16 rows over an e4m3 cache with per-tensor scales,
+//    narrow_streams.cuh): the two
 //    warpgroups take alternate KV tiles as two independent streams, read the codes and
 //    convert them in registers, and merge their softmax states at the end.
 // The host contract (work items, merge records, phases) is in mla_params.cuh.
@@ -39,6 +40,15 @@ struct SameType {
 template <typename A>
 struct SameType<A, A> {
   static constexpr bool value = true;
+};
+
+template <bool CONDITION, typename IfTrue, typename IfFalse>
+struct Conditional {
+  using type = IfTrue;
+};
+template <typename IfTrue, typename IfFalse>
+struct Conditional<false, IfTrue, IfFalse> {
+  using type = IfFalse;
 };
 
 // Which tiles take the NarrowRows layout (tiles of at most 16 valid rows).
@@ -70,7 +80,11 @@ struct MlaConfig {
   // mma.sync multiplies Q by K and P by V in one 16-bit type, the queries' (P is rounded to
   // it); an e4m3 cache is dequantized to it in shared memory.
   using MmaType = QType_;
-  static constexpr bool kFp8Kv = SameType<KVType_, e4m3_t>::value;
+  // DeepSeek-V3.2's cache: ckv codes with a scale per token and 128 values (kept beside the
+  // stages: SmemMap::token_scales), kpe in Q's type.
+  static constexpr bool kTokenScales = SameType<KVType_, e4m3_token128_t>::value;
+  static constexpr bool kFp8Kv = SameType<KVType_, e4m3_t>::value || kTokenScales;
+  using KpeType = typename Conditional<kTokenScales, QType_, KVType_>::type;  // as stored
   static_assert(kFp8Kv || SameType<QType_, KVType_>::value,
                 "mma.sync takes both operands in one 16-bit type: a 16-bit KVType must be QType "
                 "(bf16_t or f16_t)");
@@ -90,7 +104,9 @@ struct MlaConfig {
       (NARROW_TILES == NarrowTiles::kLargeTier && KV_TILE >= 64 && NUM_STAGES >= 2);
   // Narrow tiles over an e4m3 cache run as two streams reading codes (narrow_streams.cuh)
   // where two 16-bit stages hold their four stages of codes; else they expand the codes.
-  static constexpr bool kNarrowStreams = kNarrowTiles && kFp8Kv && NUM_STAGES == 2 && KV_TILE % 32 == 0;
+  // Not over per-token scales: the streams scale scores and O by one factor per operand.
+  static constexpr bool kNarrowStreams =
+      kNarrowTiles && kFp8Kv && !kTokenScales && NUM_STAGES == 2 && KV_TILE % 32 == 0;
 
   static constexpr int kThreads = 256;
   static constexpr int kWarpsPerGroup = 4;
@@ -141,8 +157,9 @@ struct MlaConfig {
   // The KV cache's rows as loaded: 16-byte chunks of its stored element (the 16-bit tiles'
   // chunks, or twice as many elements of e4m3).
   static constexpr int kKvLoadChunkElems = 16 / static_cast<int>(sizeof(KVType_));
+  static constexpr int kKpeLoadChunkElems = 16 / static_cast<int>(sizeof(KpeType));
   static constexpr int kCkvLoadChunks = HEAD_DIM_CKV / kKvLoadChunkElems;
-  static constexpr int kKpeLoadChunks = HEAD_DIM_KPE / kKvLoadChunkElems;
+  static constexpr int kKpeLoadChunks = HEAD_DIM_KPE / kKpeLoadChunkElems;
   static constexpr int kCkvLoadChunksPerLane = kCkvLoadChunks / kLanesPerRow;
   static constexpr int kKpeLoadChunksPerLane = (kKpeLoadChunks + kLanesPerRow - 1) / kLanesPerRow;
   static constexpr int kOChunksPerLane = kOChunks / kLanesPerRow;
@@ -154,7 +171,14 @@ struct MlaConfig {
   // Where a stage's loads land in its buffers: the 16-bit tile itself, or an e4m3 tile at the
   // top, from where dequantize_kv expands it downwards (the same shared memory either way).
   static constexpr int kCkvLandingOffset = kFp8Kv ? kCkvStageBytes - KV_TILE * HEAD_DIM_CKV : 0;
-  static constexpr int kKpeLandingOffset = kFp8Kv ? kKpePStageBytes - KV_TILE * HEAD_DIM_KPE : 0;
+  static constexpr int kKpeLandingOffset =
+      kFp8Kv && !kTokenScales ? kKpePStageBytes - KV_TILE * HEAD_DIM_KPE : 0;
+  // Per-token scales: a stage's tokens' scales, one 16-byte row each (a cp.async), placed past
+  // the shared storage's union so that the output staging never overlays them.
+  static constexpr int kScalesPerToken = HEAD_DIM_CKV / kCkvScaleBlock;
+  static constexpr int kScaleStageBytes = kTokenScales ? KV_TILE * 16 : 0;
+  static_assert(!kTokenScales || kScalesPerToken * 4 == 16,
+                "a token's ckv scales are one 16-byte copy (head_dim_ckv 512)");
 
   static_assert(Q_TILE == 16 * kWarpsPerGroup, "each warp of a warpgroup owns 16 query rows");
   static_assert(KV_TILE % (QK_SHARD ? 32 : 16) == 0, "KV tile must split into 16-token blocks");
@@ -184,8 +208,9 @@ struct MlaConfig {
   static constexpr int kOutputBytes = Q_TILE * HEAD_DIM_CKV * static_cast<int>(sizeof(OType_));
   static constexpr int kSmemBytes = kAttnBytes > kOutputBytes ? kAttnBytes : kOutputBytes;
   static_assert(sizeof(SharedStorage) == kSmemBytes, "shared storage layout is the host's formula");
+  static constexpr int kDynamicSmemBytes = kSmemBytes + NUM_STAGES * kScaleStageBytes;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
-  static_assert(sizeof(SharedStorage) == MLAJIT_EXPECTED_SMEM_BYTES,
+  static_assert(kDynamicSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
                 "the host computed a different shared-memory size for this configuration");
 #endif
 #ifdef MLAJIT_EXPECTED_THREADS
@@ -197,11 +222,15 @@ struct MlaConfig {
 // Shared-memory addresses of the storage's regions (32-bit shared window).
 template <typename C>
 struct SmemMap {
-  uint32_t q_nope, q_pe, ckv0, kpe_p0, o;
+  uint32_t q_nope, q_pe, ckv0, kpe_p0, o, scales0;
   float* row_exchange;
+  const float* token_scales;  // scales0's floats (per-token scales)
 
   __device__ __forceinline__ static SmemMap make(typename C::SharedStorage& s) {
     SmemMap m;
+    const auto* base = reinterpret_cast<const unsigned char*>(&s);
+    m.token_scales = reinterpret_cast<const float*>(base + C::kSmemBytes);
+    m.scales0 = smem_address(m.token_scales);
     m.q_nope = smem_address(s.attn.q_nope);
     m.q_pe = smem_address(s.attn.q_pe);
     m.ckv0 = smem_address(s.attn.ckv[0]);
@@ -213,6 +242,7 @@ struct SmemMap {
 
   __device__ __forceinline__ uint32_t ckv(int stage) const { return ckv0 + stage * C::kCkvStageBytes; }
   __device__ __forceinline__ uint32_t kpe_p(int stage) const { return kpe_p0 + stage * C::kKpePStageBytes; }
+  __device__ __forceinline__ uint32_t scales(int stage) const { return scales0 + stage * C::kScaleStageBytes; }
 };
 
 struct ThreadRole {
@@ -270,6 +300,7 @@ struct KvRing {
   __device__ __forceinline__ static int stage_of(const ThreadRole&, int tile) { return tile % kStages; }
   __device__ __forceinline__ static uint32_t ckv(const SmemMap<C>& sm, int stage) { return sm.ckv(stage); }
   __device__ __forceinline__ static uint32_t kpe_p(const SmemMap<C>& sm, int stage) { return sm.kpe_p(stage); }
+  __device__ __forceinline__ static uint32_t scales(const SmemMap<C>& sm, int stage) { return sm.scales(stage); }
   __device__ __forceinline__ static void sync(const ThreadRole&) { __syncthreads(); }
 };
 
@@ -394,11 +425,39 @@ __device__ __forceinline__ KvPageIds<C> fetch_page_ids(const MlaParams& p, const
   return ids;
 }
 
-// The copies of one row of a KV tile from its cache row (ckv, kpe); zero-filled unless valid.
+// Where one token's cache row lies: its ckv and kpe, and its ckv scales (per-token scales).
 template <typename C>
-__device__ __forceinline__ void copy_kv_row(uint32_t ckv_dst, uint32_t kpe_dst, int row, int lane8,
-                                            const typename C::KVType* ckv, const typename C::KVType* kpe,
-                                            bool valid) {
+struct KvRowSource {
+  const typename C::KVType* ckv;
+  const typename C::KpeType* kpe;
+  const float* scales;
+
+  __device__ __forceinline__ static KvRowSource at(const MlaParams& p, int64_t page, int64_t slot) {
+    KvRowSource r;
+    r.ckv = static_cast<const typename C::KVType*>(p.ckv) + page * p.ckv_stride_page + slot * p.ckv_stride_token;
+    r.kpe = static_cast<const typename C::KpeType*>(p.kpe) + page * p.kpe_stride_page + slot * p.kpe_stride_token;
+    if constexpr (C::kTokenScales) {
+      r.scales = p.ckv_scales + page * p.ckv_scales_stride_page + slot * p.ckv_scales_stride_token;
+    }
+    return r;
+  }
+  // The row `tokens` further on in the same page.
+  __device__ __forceinline__ KvRowSource advanced(const MlaParams& p, int64_t tokens) const {
+    KvRowSource r;
+    r.ckv = ckv + tokens * p.ckv_stride_token;
+    r.kpe = kpe + tokens * p.kpe_stride_token;
+    if constexpr (C::kTokenScales) r.scales = scales + tokens * p.ckv_scales_stride_token;
+    return r;
+  }
+};
+
+// The copies of one row of a KV tile from its cache row; zero-filled unless valid. A token's
+// per-token scales (16 bytes) come with its first lane's copies.
+template <typename C>
+__device__ __forceinline__ void copy_kv_row(uint32_t ckv_dst, uint32_t kpe_dst, uint32_t scales_dst,
+                                            int row, int lane8, const KvRowSource<C>& src, bool valid) {
+  const typename C::KVType* ckv = src.ckv;
+  const typename C::KpeType* kpe = src.kpe;
 #pragma unroll
   for (int k = 0; k < C::kCkvLoadChunksPerLane; ++k) {
     const int chunk = lane8 + k * C::kLanesPerRow;
@@ -409,9 +468,12 @@ __device__ __forceinline__ void copy_kv_row(uint32_t ckv_dst, uint32_t kpe_dst, 
   for (int k = 0; k < C::kKpeLoadChunksPerLane; ++k) {
     const int chunk = lane8 + k * C::kLanesPerRow;
     if (chunk < C::kKpeLoadChunks) {
-      cp_async_16(kpe_dst + Swizzle<C::kKpeLoadChunks>::byte_offset(row, chunk), kpe + chunk * C::kKvLoadChunkElems,
+      cp_async_16(kpe_dst + Swizzle<C::kKpeLoadChunks>::byte_offset(row, chunk), kpe + chunk * C::kKpeLoadChunkElems,
                   valid);
     }
+  }
+  if constexpr (C::kTokenScales) {
+    if (lane8 == 0) cp_async_16(scales_dst + row * 16, src.scales, valid);
   }
 }
 
@@ -421,8 +483,7 @@ __device__ __forceinline__ void copy_kv_row(uint32_t ckv_dst, uint32_t kpe_dst, 
 template <typename C, typename Ring, bool PREFETCHED>
 __device__ __forceinline__ void load_kv_one_page(const MlaParams& p, const TileContext& t, const ThreadRole& role,
                                                  int32_t first, uint32_t ckv_dst, uint32_t kpe_dst,
-                                                 KvPageIds<C> ids) {
-  using KVType = typename C::KVType;
+                                                 uint32_t scales_dst, KvPageIds<C> ids) {
   using L = KvLoaders<C, Ring>;
   int64_t page;
   if constexpr (PREFETCHED) {
@@ -432,15 +493,13 @@ __device__ __forceinline__ void load_kv_one_page(const MlaParams& p, const TileC
   }
   const int row0 = L::tid(role) / C::kLanesPerRow;
   const int64_t slot0 = (first & (p.page_size - 1)) + row0;
-  const KVType* ckv = static_cast<const KVType*>(p.ckv) + page * p.ckv_stride_page + slot0 * p.ckv_stride_token;
-  const KVType* kpe = static_cast<const KVType*>(p.kpe) + page * p.kpe_stride_page + slot0 * p.kpe_stride_token;
+  const KvRowSource<C> src = KvRowSource<C>::at(p, page, slot0);
 #pragma unroll
   for (int pass = 0; pass < L::kPasses; ++pass) {
     const int row = row0 + pass * L::kRowsPerPass;
     if (C::kKvTile % L::kRowsPerPass == 0 || row < C::kKvTile) {
-      copy_kv_row<C>(ckv_dst, kpe_dst, row, role.tid % C::kLanesPerRow,
-                     ckv + static_cast<int64_t>(pass * L::kRowsPerPass) * p.ckv_stride_token,
-                     kpe + static_cast<int64_t>(pass * L::kRowsPerPass) * p.kpe_stride_token, first + row < t.kv_stop);
+      copy_kv_row<C>(ckv_dst, kpe_dst, scales_dst, row, role.tid % C::kLanesPerRow,
+                     src.advanced(p, pass * L::kRowsPerPass), first + row < t.kv_stop);
     }
   }
 }
@@ -453,16 +512,17 @@ template <typename C, typename Ring, bool PREFETCHED = false>
 __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm,
                                         const TileContext& t, const ThreadRole& role, int tile,
                                         int stage, KvPageIds<C> ids = KvPageIds<C>{0}) {
-  using KVType = typename C::KVType;
   using L = KvLoaders<C, Ring>;
   const int lane8 = role.tid % C::kLanesPerRow;
   const uint32_t ckv_dst = Ring::ckv(sm, stage) + Ring::kCkvLanding;
   const uint32_t kpe_dst = Ring::kpe_p(sm, stage) + Ring::kKpeLanding;
+  uint32_t scales_dst = 0;
+  if constexpr (C::kTokenScales) scales_dst = Ring::scales(sm, stage);
   const int32_t first = t.kv_start + tile * C::kKvTile;
   const bool pow2_pages = (p.page_size & (p.page_size - 1)) == 0;
   if constexpr (Ring::kOnePageLoads) {
     if (pow2_pages && (first & (p.page_size - 1)) + C::kKvTile <= p.page_size) {
-      load_kv_one_page<C, Ring, PREFETCHED>(p, t, role, first, ckv_dst, kpe_dst, ids);
+      load_kv_one_page<C, Ring, PREFETCHED>(p, t, role, first, ckv_dst, kpe_dst, scales_dst, ids);
       return;
     }
   }
@@ -490,10 +550,7 @@ __device__ __forceinline__ void load_kv(const MlaParams& p, const SmemMap<C>& sm
           slot = token % p.page_size;
         }
       }
-      copy_kv_row<C>(ckv_dst, kpe_dst, row, lane8,
-                     static_cast<const KVType*>(p.ckv) + page * p.ckv_stride_page + slot * p.ckv_stride_token,
-                     static_cast<const KVType*>(p.kpe) + page * p.kpe_stride_page + slot * p.kpe_stride_token,
-                     valid);
+      copy_kv_row<C>(ckv_dst, kpe_dst, scales_dst, row, lane8, KvRowSource<C>::at(p, page, slot), valid);
     }
   }
 }
@@ -581,14 +638,20 @@ __device__ __forceinline__ void store_dequantized(uint32_t tile, int row, int ch
   }
 }
 
-// Dequantizes e4m3 chunk tid + i * kThreads of the stage's ckv codes into the 16-bit tile.
+// Dequantizes e4m3 chunk tid + i * kThreads of the stage's ckv codes into the 16-bit tile,
+// times the tensor's factor, or under per-token scales its token's scale for the 128 values
+// the chunk lies in.
 template <typename C>
 __device__ __forceinline__ void dequantize_ckv_chunk(const SmemMap<C>& sm, int stage, int i,
                                                      const uint32_t (&codes)[4], float factor,
                                                      const ThreadRole& role) {
   const int q = role.tid + i * C::kThreads;
-  store_dequantized<C, C::kCkvChunks>(sm.ckv(stage), q / C::kCkvLoadChunks, q % C::kCkvLoadChunks,
-                                      codes, factor);
+  const int row = q / C::kCkvLoadChunks, chunk = q % C::kCkvLoadChunks;
+  if constexpr (C::kTokenScales) {
+    const float* scales = sm.token_scales + stage * (C::kScaleStageBytes / 4) + row * (16 / 4);
+    factor = scales[chunk * C::kKvLoadChunkElems / kCkvScaleBlock] * kF16PairFactor;
+  }
+  store_dequantized<C, C::kCkvChunks>(sm.ckv(stage), row, chunk, codes, factor);
 }
 
 template <typename C>
@@ -610,7 +673,7 @@ template <typename C>
 __device__ __forceinline__ void dequantize_kv(const SmemMap<C>& sm, int stage, const KvDequant& f,
                                               const ThreadRole& role) {
   constexpr int kCkvCodeChunks = C::kKvTile * C::kCkvLoadChunks;
-  constexpr int kKpeCodeChunks = C::kKvTile * C::kKpeLoadChunks;
+  constexpr int kKpeCodeChunks = C::kTokenScales ? 0 : C::kKvTile * C::kKpeLoadChunks;
   constexpr int kPerThread = kCkvCodeChunks / C::kThreads;
   static_assert(kCkvCodeChunks % C::kThreads == 0 && kKpeCodeChunks <= C::kThreads,
                 "each thread dequantizes whole ckv chunks and at most one kpe chunk");
@@ -618,7 +681,7 @@ __device__ __forceinline__ void dequantize_kv(const SmemMap<C>& sm, int stage, c
   constexpr int kHalf = kPerThread % 2 == 0 ? kPerThread / 2 : 0;
   constexpr int kThreeQuarters = kPerThread % 4 == 0 ? 3 * kPerThread / 4 : kHalf;
   uint32_t kpe[4];
-  const bool has_kpe = role.tid < kKpeCodeChunks;
+  const bool has_kpe = role.tid < kKpeCodeChunks;  // none under per-token scales: kpe is 16-bit
   const int kpe_row = role.tid / C::kKpeLoadChunks, kpe_chunk = role.tid % C::kKpeLoadChunks;
   if (has_kpe) {
     load_shared_16(sm.kpe_p(stage) + C::kKpeLandingOffset +

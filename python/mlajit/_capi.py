@@ -22,6 +22,10 @@ STATUS_NAMES = {
 }
 FLOAT16, BFLOAT16, FLOAT8_E4M3 = 0, 1, 2
 KV_DTYPE_SAME = -1  # Shape.kv_dtype: the shape's dtype
+# mlajit_kv_scales (Shape.kv_scales): how an e4m3 KV cache is scaled. Per tensor (RunArgs'
+# kv_scale_* fields), or DeepSeek-V3.2's one float32 scale per 128 ckv values of each token
+# (RunArgs.ckv_scales) with kpe unquantized in the shape's dtype.
+KV_SCALES_PER_TENSOR, KV_SCALES_PER_TOKEN_128 = 0, 1
 LSE_BASE2, LSE_NATURAL = 0, 1
 # mlajit_compile_mode, by the names MLAJIT_COMPILE_MODE takes ("default": follow it).
 COMPILE_MODES = {"default": 0, "auto": 1, "process": 2, "inline": 3}
@@ -30,7 +34,9 @@ COMPILE_MODES = {"default": 0, "auto": 1, "process": 2, "inline": 3}
 class Shape(ctypes.Structure):
     _fields_ = [("struct_size", c_size_t), ("num_heads", c_int32), ("head_dim_ckv", c_int32),
                 ("head_dim_kpe", c_int32), ("page_size", c_int32), ("dtype", ctypes.c_int),
-                ("causal", c_int32), ("kv_dtype", ctypes.c_int)]
+                ("causal", c_int32), ("kv_dtype", ctypes.c_int),
+                # past the tail padding (`reserved`): how an e4m3 cache is scaled
+                ("reserved", c_int32), ("kv_scales", ctypes.c_int)]
 
 
 class Options(ctypes.Structure):
@@ -59,12 +65,17 @@ class RunArgs(ctypes.Structure):
                 ("lse", c_void_p), ("num_tokens", c_int64), ("sm_scale", c_float),
                 # 0.2.0: past the 0.1 tail padding (`reserved`), the FP8 KV scales
                 ("reserved", c_int32), ("kv_scale_ckv", c_float), ("kv_scale_kpe", c_float),
-                ("kv_scale_ckv_device", c_void_p), ("kv_scale_kpe_device", c_void_p)]
+                ("kv_scale_ckv_device", c_void_p), ("kv_scale_kpe_device", c_void_p),
+                # appended after 0.2.0's first layout: the per-token scales of kv_scales
+                # KV_SCALES_PER_TOKEN_128 (strides in floats)
+                ("ckv_scales", c_void_p), ("ckv_scales_stride_page", c_int64),
+                ("ckv_scales_stride_token", c_int64)]
 
 
 # RunArgs written in one call (run()'s hot path): the struct module's native mode ("@") lays
 # fields out as the C compiler does; _check_run_args_layout proves it field by field at import.
-RUN_ARGS_PACK = struct.Struct("@N" + "Pqq" * 4 + "P" + "Pqq" + "P" + "q" + "f" + "iff" + "PP")
+RUN_ARGS_PACK = struct.Struct("@N" + "Pqq" * 4 + "P" + "Pqq" + "P" + "q" + "f" + "iff" + "PP" +
+                              "Pqq")
 
 
 def _check_run_args_layout():

@@ -26,6 +26,13 @@ recompile and a new graph), or the one-element float32 CUDA tensors kv_scale_ckv
 kv_scale_kpe_tensor (default None), which the kernel reads at run time: the value can change
 between replays of a captured graph. One form per scale: a tensor needs its float left at 1.0.
 
+An object created with kv_scales='token128' (DeepSeek-V3.2's cache: e4m3 ckv with one float32
+scale per 128 values of each token, kpe in the queries' dtype) takes those scales as the last
+argument, ckv_scales (Optional[Tensor], default None: every other object leaves it out), a
+float32 CUDA tensor [pages, page_size, head_dim_ckv // 128] that the kernel reads as it reads
+ckv, often a view into the same 656-byte-row cache buffer; the kv_scale_* arguments then stay
+at their defaults. The fake implementation checks it like the other tensors.
+
 torch.ops.mlajit.merge_states(outs, lses, out, lse, natural_lse) is merge_states_n as an op: it
 writes `out` (and `lse` when given) from the parts' outputs and LSEs, on torch's current stream.
 
@@ -69,10 +76,13 @@ def run(q_nope: torch.Tensor, q_pe: torch.Tensor, ckv: torch.Tensor, kpe: torch.
         kv_indices: torch.Tensor, out: torch.Tensor, lse: Optional[torch.Tensor],
         sm_scale: float, handle: int, kv_scale_ckv: float = 1.0, kv_scale_kpe: float = 1.0,
         kv_scale_ckv_tensor: Optional[torch.Tensor] = None,
-        kv_scale_kpe_tensor: Optional[torch.Tensor] = None) -> None:
+        kv_scale_kpe_tensor: Optional[torch.Tensor] = None,
+        ckv_scales: Optional[torch.Tensor] = None) -> None:
     """BatchMlaAttention.run of the object whose op_handle is `handle`, writing out (and lse
     when given) on torch's current stream. Plan the object first, outside the compiled code.
-    An e4m3 cache's scales: a float, or a one-element float32 CUDA tensor read at run time."""
+    An e4m3 cache's per-tensor scales: a float, or a one-element float32 CUDA tensor read at
+    run time. ckv_scales: the per-token scales of an object created with kv_scales='token128'
+    (required there, None otherwise), as BatchMlaAttention.run takes them."""
     attention = _op_handles.lookup(handle)
     ckv_scale = _one_scale("kv_scale_ckv", kv_scale_ckv, kv_scale_ckv_tensor)
     kpe_scale = _one_scale("kv_scale_kpe", kv_scale_kpe, kv_scale_kpe_tensor)
@@ -81,7 +91,7 @@ def run(q_nope: torch.Tensor, q_pe: torch.Tensor, ckv: torch.Tensor, kpe: torch.
         kv_scales(attention.shape, attention.device, ckv_scale, kpe_scale,
                   names=_scale_names(kv_scale_ckv_tensor, kv_scale_kpe_tensor))
     attention.run(q_nope, q_pe, ckv, kpe, kv_indices, sm_scale, out=out, lse=lse,
-                  kv_scale_ckv=ckv_scale, kv_scale_kpe=kpe_scale)
+                  kv_scale_ckv=ckv_scale, kv_scale_kpe=kpe_scale, ckv_scales=ckv_scales)
 
 
 def _describe_fake(name, tensor):
@@ -97,11 +107,13 @@ def _describe_fake(name, tensor):
 
 @run.register_fake
 def _run_fake(q_nope, q_pe, ckv, kpe, kv_indices, out, lse, sm_scale, handle, kv_scale_ckv=1.0,
-              kv_scale_kpe=1.0, kv_scale_ckv_tensor=None, kv_scale_kpe_tensor=None):
+              kv_scale_kpe=1.0, kv_scale_ckv_tensor=None, kv_scale_kpe_tensor=None,
+              ckv_scales=None):
     described = [_describe_fake(name, tensor) for name, tensor in (
         ("q_nope", q_nope), ("q_pe", q_pe), ("ckv", ckv), ("kpe", kpe),
         ("kv_indices", kv_indices), ("out", out))]
     described.append(None if lse is None else _describe_fake("lse", lse))
+    described.append(None if ckv_scales is None else _describe_fake("ckv_scales", ckv_scales))
     scales = (_one_scale("kv_scale_ckv", kv_scale_ckv, kv_scale_ckv_tensor),
               _one_scale("kv_scale_kpe", kv_scale_kpe, kv_scale_kpe_tensor))
     names = _scale_names(kv_scale_ckv_tensor, kv_scale_kpe_tensor)

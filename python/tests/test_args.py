@@ -258,7 +258,7 @@ def fields(args):
 class RunArgsPacking(unittest.TestCase):
     def test_the_one_call_pack_writes_every_field_where_the_c_struct_has_it(self):
         values = ([ctypes.sizeof(_capi.RunArgs)] + [(i + 1) * 16 for i in range(18)] + [0.25] +
-                  [0, 0.5, 2.0, 0x7f0000000004, 0x7f0000000008])
+                  [0, 0.5, 2.0, 0x7f0000000004, 0x7f0000000008] + [0x7f0000000210, 164 * 64, 164])
         args = _capi.RunArgs()
         _capi.RUN_ARGS_PACK.pack_into(args, 0, *values)
         self.assertEqual(list(fields(args).values()), values)
@@ -272,7 +272,21 @@ class RunArgsPacking(unittest.TestCase):
         self.assertEqual(_capi.RunArgs.kv_scale_kpe.offset, 164)
         self.assertEqual(_capi.RunArgs.kv_scale_ckv_device.offset, 168)
         self.assertEqual(_capi.RunArgs.kv_scale_kpe_device.offset, 176)
-        self.assertEqual(ctypes.sizeof(_capi.RunArgs), 184)
+
+    def test_the_per_token_scales_are_appended_past_the_first_0_2_layout(self):
+        # 0.2.0's first struct ended with kv_scale_kpe_device (184 bytes): ckv_scales and its
+        # strides start past every byte a program built against it covers.
+        self.assertEqual(_capi.RunArgs.ckv_scales.offset, 184)
+        self.assertEqual(_capi.RunArgs.ckv_scales_stride_page.offset, 192)
+        self.assertEqual(_capi.RunArgs.ckv_scales_stride_token.offset, 200)
+        self.assertEqual(ctypes.sizeof(_capi.RunArgs), 208)
+
+    def test_the_shape_names_its_tail_padding_and_appends_kv_scales(self):
+        # The 0.2.0 shape was 40 bytes (kv_dtype at 32, then padding, now `reserved`).
+        self.assertEqual(_capi.Shape.kv_dtype.offset, 32)
+        self.assertEqual(_capi.Shape.reserved.offset, 36)
+        self.assertEqual(_capi.Shape.kv_scales.offset, 40)
+        self.assertEqual(ctypes.sizeof(_capi.Shape), 48)
 
 
 def torch_tensors(tokens=3, pages=5, base=0x7f0000000000):
@@ -414,6 +428,236 @@ class KvScalesThroughRun(unittest.TestCase):
     def test_the_scales_are_keyword_only(self):
         with self.assertRaises(TypeError):
             self.attention.run(*e4m3_tensors().values(), 0.07, None, None, 0x5000, 0.5)
+
+
+V32_ROW = 656  # DeepSeek-V3.2's token row: 512 e4m3 codes, 4 float32 scales, 64 bf16 kpe values
+
+
+def v32_tensors(tokens=3, pages=5, base=0x7f0000000000, cache=0x7f0000800000):
+    """bf16 queries and the three views into one uint8 [pages, 64, 656] cache at `cache`, as
+    torch gives them: ckv = cache[..., :512] (e4m3), ckv_scales = cache[..., 512:528] (float32),
+    kpe = cache[..., 528:] (bf16); strides in each view's elements."""
+    tensors = torch_tensors(tokens, pages, base)
+    tensors["ckv"] = FakeTorchTensor((pages, 64, 512), E4M3, ptr=cache,
+                                     strides=(64 * V32_ROW, V32_ROW, 1))
+    tensors["ckv_scales"] = FakeTorchTensor((pages, 64, 4), F32, ptr=cache + 512,
+                                            strides=(64 * V32_ROW // 4, V32_ROW // 4, 1))
+    tensors["kpe"] = FakeTorchTensor((pages, 64, 64), BF16, ptr=cache + 528,
+                                     strides=(64 * V32_ROW // 2, V32_ROW // 2, 1))
+    return tensors
+
+
+def v32_shape(**changes):
+    fields = dict(num_heads=16, kv_dtype="float8_e4m3fn", kv_scales="token128")
+    fields.update(changes)
+    return mlajit.ShapeSpec(**fields)
+
+
+class PerTokenScales(unittest.TestCase):
+    """kv_scales="token128", DeepSeek-V3.2's cache: e4m3 ckv with a float32 scale per 128 values
+    of each token (ckv_scales), kpe in the shape's dtype; the per-tensor scales stay unset."""
+
+    def make(self, shape=None, **changes):
+        tensors = dict(v32_tensors(), **changes)
+        return mlajit.make_run_args(shape or v32_shape(), 0, sm_scale=0.07, **tensors)
+
+    def test_the_shape_names_its_scaling_and_the_dtype_of_kpe(self):
+        self.assertEqual(v32_shape().to_c().kv_scales, _capi.KV_SCALES_PER_TOKEN_128)
+        self.assertEqual(v32_shape().kpe_dtype, "bfloat16")
+        self.assertEqual(v32_shape(dtype="float16").kpe_dtype, "float16")
+        per_tensor = mlajit.ShapeSpec(num_heads=16, kv_dtype="e4m3")
+        self.assertEqual(per_tensor.kv_scales, "tensor")
+        self.assertEqual(per_tensor.to_c().kv_scales, _capi.KV_SCALES_PER_TENSOR)
+        self.assertEqual(per_tensor.kpe_dtype, "float8_e4m3fn")
+        self.assertEqual(mlajit.ShapeSpec(kv_scales="tensor").kpe_dtype, "bfloat16")
+
+    def test_an_unknown_kv_scales_is_a_value_error_naming_the_choices(self):
+        for bad in ("token", "per_token", "TENSOR", 1, None):
+            with self.assertRaisesRegex(ValueError, re.escape(f"kv_scales={bad!r}: expected one "
+                                                              f"of 'tensor', 'token128'")):
+                v32_shape(kv_scales=bad)
+
+    def test_token128_needs_an_e4m3_cache(self):
+        for kv_dtype in (None, "bfloat16", "float16"):
+            with self.assertRaisesRegex(ValueError, r"kv_scales='token128' scales an e4m3 KV cache "
+                                                    r"per token, but this shape's KV cache is "
+                                                    r"(bfloat16|float16): expected "
+                                                    r"kv_dtype='float8_e4m3fn'"):
+                v32_shape(kv_dtype=kv_dtype)
+
+    def test_the_v32_row_views_give_the_documented_fields(self):
+        args = self.make()
+        base = 0x7f0000800000
+        self.assertEqual(args.ckv, base)
+        self.assertEqual((args.ckv_stride_page, args.ckv_stride_token), (64 * 656, 656))
+        self.assertEqual(args.ckv_scales, base + 512)
+        self.assertEqual((args.ckv_scales_stride_page, args.ckv_scales_stride_token),
+                         (64 * 164, 164))
+        self.assertEqual(args.kpe, base + 528)
+        self.assertEqual((args.kpe_stride_page, args.kpe_stride_token), (64 * 328, 328))
+        self.assertEqual((args.kv_scale_ckv, args.kv_scale_kpe), (1.0, 1.0))
+        self.assertFalse(args.kv_scale_ckv_device)
+        self.assertFalse(args.kv_scale_kpe_device)
+        self.assertEqual(args.num_tokens, 3)
+
+    def test_separate_tensors_and_array_interface_scales_are_accepted(self):
+        args = self.make(ckv=FakeTorchTensor((5, 64, 512), E4M3, ptr=0x7f0000900000),
+                         kpe=FakeTorchTensor((5, 64, 64), BF16, ptr=0x7f0000a00000),
+                         ckv_scales=FakeTorchTensor((5, 64, 4), F32, ptr=0x7f0000b00000))
+        self.assertEqual((args.ckv_scales, args.ckv_scales_stride_page,
+                          args.ckv_scales_stride_token), (0x7f0000b00000, 256, 4))
+        args = self.make(ckv_scales=FakeDeviceArray((5, 64, 4), "<f4", ptr=0x40010,
+                                                    strides=(64 * 656, 656, 4)))
+        self.assertEqual((args.ckv_scales, args.ckv_scales_stride_page,
+                          args.ckv_scales_stride_token), (0x40010, 64 * 164, 164))
+
+    def test_ckv_scales_are_required_under_token128(self):
+        tensors = v32_tensors()
+        del tensors["ckv_scales"]
+        with self.assertRaisesRegex(ValueError, re.escape(
+                "ckv_scales is required with kv_scales='token128': a float32 CUDA tensor "
+                "[pages, page_size, head_dim_ckv // 128] = [5, 64, 4]")):
+            mlajit.make_run_args(v32_shape(), 0, sm_scale=0.07, **tensors)
+        with self.assertRaisesRegex(ValueError, r"ckv_scales is required"):
+            self.make(ckv_scales=None)
+
+    def test_ckv_scales_are_refused_under_per_tensor_scales(self):
+        scales = v32_tensors()["ckv_scales"]
+        refused = (r"ckv_scales is given, but this object's KV cache is not scaled per token: "
+                   r"ckv_scales needs an object created with kv_scales='token128'")
+        with self.assertRaisesRegex(ValueError, refused):
+            mlajit.make_run_args(mlajit.ShapeSpec(num_heads=16, kv_dtype="e4m3"), 0,
+                                 sm_scale=0.07, **e4m3_tensors(), ckv_scales=scales)
+        with self.assertRaisesRegex(ValueError, refused):
+            mlajit.make_run_args(mlajit.ShapeSpec(num_heads=16), 0, sm_scale=0.07,
+                                 **torch_tensors(), ckv_scales=scales)
+
+    def test_ckv_scales_of_the_wrong_kind_dtype_shape_or_device_are_refused(self):
+        with self.assertRaisesRegex(TypeError, r"ckv_scales must be a CUDA tensor .*got list"):
+            self.make(ckv_scales=[1.0] * 4)
+        with self.assertRaisesRegex(TypeError, r"ckv_scales has dtype bfloat16: expected float32"):
+            self.make(ckv_scales=FakeTorchTensor((5, 64, 4), BF16, ptr=0x7f0000b00000))
+        with self.assertRaisesRegex(TypeError, r"ckv_scales has dtype float16: expected float32"):
+            self.make(ckv_scales=FakeDeviceArray((5, 64, 4), "<f2", ptr=0x40000))
+        for shape in ((5, 64, 8), (6, 64, 4), (5, 32, 4), (5, 64), (5, 64, 4, 1)):
+            expected = re.escape(f"ckv_scales has shape {shape}: expected (5, 64, 4)")
+            with self.assertRaisesRegex(ValueError, expected):
+                self.make(ckv_scales=FakeTorchTensor(shape, F32, ptr=0x7f0000b00000))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales is on cpu: expected a CUDA tensor"):
+            self.make(ckv_scales=FakeTorchTensor((5, 64, 4), F32, device=-1))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales is on cuda:1: expected cuda:0"):
+            self.make(ckv_scales=FakeTorchTensor((5, 64, 4), F32, ptr=0x7f0000b00000, device=1))
+
+    def test_ckv_scales_strides_and_alignment_the_kernel_cannot_use_are_refused(self):
+        def scales(ptr=0x7f0000800200, strides=(64 * 164, 164, 1)):
+            return FakeTorchTensor((5, 64, 4), F32, ptr=ptr, strides=strides)
+
+        with self.assertRaisesRegex(ValueError, r"ckv_scales must be contiguous in its last "
+                                                r"dimension: its stride there is 2"):
+            self.make(ckv_scales=scales(strides=(64 * 164, 164, 2)))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales has stride 162 in dimension 1 "
+                                                r"\(page, token\): expected a multiple of 4 "
+                                                r"elements \(16 bytes\)"):
+            self.make(ckv_scales=scales(strides=(64 * 164, 162, 1)))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales has stride 10498 in dimension 0"):
+            self.make(ckv_scales=scales(strides=(64 * 164 + 2, 164, 1)))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales starts at 0x7f0000800204, not "
+                                                r"16-byte aligned"):
+            self.make(ckv_scales=scales(ptr=0x7f0000800204))
+
+    def test_kpe_is_of_the_shapes_dtype(self):
+        with self.assertRaisesRegex(TypeError, r"kpe has dtype float8_e4m3fn: expected bfloat16"):
+            self.make(kpe=FakeTorchTensor((5, 64, 64), E4M3, ptr=0x7f0000a00000))
+        with self.assertRaisesRegex(TypeError, r"ckv has dtype bfloat16: expected float8_e4m3fn"):
+            self.make(ckv=FakeTorchTensor((5, 64, 512), BF16, ptr=0x7f0000a00000))
+
+    def test_the_per_tensor_scales_stay_unset(self):
+        self.make(kv_scale_ckv=1.0, kv_scale_kpe=1)  # the defaults, spelled out
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv=0.5 is a per-tensor scale, but this "
+                                                r"object's KV cache is scaled per token "
+                                                r"\(kv_scales='token128'\): its ckv_scales "
+                                                r"replace the per-tensor scales"):
+            self.make(kv_scale_ckv=0.5)
+        with self.assertRaisesRegex(ValueError, r"kv_scale_kpe=2 is a per-tensor scale"):
+            self.make(kv_scale_kpe=2)
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv=a tensor is a per-tensor scale"):
+            self.make(kv_scale_ckv=scale_tensor())
+
+
+class PerTokenScalesThroughRun(unittest.TestCase):
+    """BatchMlaAttention(kv_scales="token128").run on both paths: the full checks, and the
+    repeated call that reuses them (which must carry each call's ckv_scales pointer)."""
+
+    def setUp(self):
+        self.saved = _capi._library
+        _capi._library = self.library = RecordingLibrary()
+        self.shapes = []
+        create = self.library.mlajit_attention_create
+
+        def recording_create(shape, options, out):
+            self.shapes.append(ctypes.cast(shape, ctypes.POINTER(_capi.Shape))[0].kv_scales)
+            return create(shape, options, out)
+        self.library.mlajit_attention_create = recording_create
+        self.attention = mlajit.BatchMlaAttention(num_heads=16, device=0, kv_dtype="e4m3",
+                                                  kv_scales="token128")
+
+    def tearDown(self):
+        _capi._library = self.saved
+
+    def run_and_record(self, tensors=None, **changes):
+        tensors = dict(tensors or v32_tensors(), **changes)
+        self.attention.run(sm_scale=0.07, stream=0x5000, **tensors)
+        return self.library.runs[-1][1]
+
+    def test_the_object_is_created_with_per_token_scales(self):
+        self.assertEqual(self.shapes, [_capi.KV_SCALES_PER_TOKEN_128])
+        mlajit.BatchMlaAttention(num_heads=16, device=0, kv_dtype="e4m3")
+        self.assertEqual(self.shapes[-1], _capi.KV_SCALES_PER_TENSOR)
+        with self.assertRaisesRegex(ValueError, r"kv_scales='token': expected one of"):
+            mlajit.BatchMlaAttention(num_heads=16, device=0, kv_dtype="e4m3", kv_scales="token")
+        with self.assertRaisesRegex(ValueError, r"kv_scales='token128' scales an e4m3 KV cache"):
+            mlajit.BatchMlaAttention(num_heads=16, device=0, kv_scales="token128")
+        self.assertEqual(len(self.shapes), 2)  # the refused ones never reached the library
+
+    def test_repeated_runs_carry_each_calls_ckv_scales(self):
+        for cache in (0x7f0000800000, 0x7f0000800000, 0x7e0000400000, 0x7d0000000000):
+            tensors = v32_tensors(cache=cache)
+            got = fields(self.run_and_record(tensors))
+            want = fields(mlajit.make_run_args(self.attention.shape, 0, sm_scale=0.07, **tensors))
+            self.assertEqual(got, want)
+            self.assertEqual(got["ckv_scales"], cache + 512)
+            self.assertEqual(got["ckv_scales_stride_token"], 164)
+        self.assertEqual(len(self.library.runs), 4)
+
+    def test_a_later_run_without_or_with_bad_ckv_scales_is_refused_before_the_library(self):
+        self.run_and_record()
+        with self.assertRaisesRegex(ValueError, r"ckv_scales is required"):
+            self.run_and_record(ckv_scales=None)
+        with self.assertRaisesRegex(ValueError, r"ckv_scales starts at 0x7f0000800208, not "
+                                                r"16-byte aligned"):
+            self.run_and_record(ckv_scales=FakeTorchTensor((5, 64, 4), F32, ptr=0x7f0000800208,
+                                                           strides=(64 * 164, 164, 1)))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales has stride 166 in dimension 1"):
+            self.run_and_record(ckv_scales=FakeTorchTensor((5, 64, 4), F32, ptr=0x7f0000800200,
+                                                           strides=(64 * 166, 166, 1)))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv=0.5 is a per-tensor scale"):
+            self.run_and_record(kv_scale_ckv=0.5)
+        self.assertEqual(len(self.library.runs), 1)
+
+    def test_a_per_tensor_object_refuses_ckv_scales_on_a_later_run(self):
+        bf16 = mlajit.BatchMlaAttention(num_heads=16, device=0)
+        bf16.run(sm_scale=0.07, stream=0x5000, **torch_tensors())
+        self.assertFalse(fields(self.library.runs[-1][1])["ckv_scales"])
+        with self.assertRaisesRegex(ValueError, r"ckv_scales is given"):
+            bf16.run(sm_scale=0.07, stream=0x5000, **torch_tensors(),
+                     ckv_scales=v32_tensors()["ckv_scales"])
+        self.assertEqual(len(self.library.runs), 1)
+
+    def test_ckv_scales_is_keyword_only(self):
+        t = v32_tensors()
+        with self.assertRaisesRegex(TypeError, r"positional argument"):
+            self.attention.run(t["q_nope"], t["q_pe"], t["ckv"], t["kpe"], t["kv_indices"], 0.07,
+                               t["out"], None, 0x5000, t["ckv_scales"])
 
 
 class OptionsSeenByCreate(unittest.TestCase):
@@ -637,6 +881,16 @@ class ThroughTheLibrary(unittest.TestCase):
         self.assertEqual((args.kv_scale_ckv, args.kv_scale_kpe), (1.0, 1.0))
         self.assertIsNone(args.kv_scale_ckv_device)
         self.assertIsNone(args.kv_scale_kpe_device)
+        self.assertIsNone(args.ckv_scales)
+        self.assertEqual((args.ckv_scales_stride_page, args.ckv_scales_stride_token), (0, 0))
+
+    def test_the_shape_mirrors_the_library_struct_and_its_defaults(self):
+        library = library_or_skip(self)
+        shape = _capi.Shape()
+        library.mlajit_shape_init(ctypes.byref(shape))
+        self.assertEqual(shape.struct_size, ctypes.sizeof(_capi.Shape))  # the C sizeof
+        self.assertEqual(shape.kv_dtype, _capi.KV_DTYPE_SAME)
+        self.assertEqual(shape.kv_scales, _capi.KV_SCALES_PER_TENSOR)
 
     def test_an_invalid_shape_is_an_mlajit_error_with_a_message(self):
         library_or_skip(self)

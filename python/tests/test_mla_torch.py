@@ -202,6 +202,53 @@ class MlaAgainstTorchReference(unittest.TestCase):
         self.check_close(out, want_out, 2e-2, "fp8, device scale updated after capture: out")
         self.check_close(lse, want_lse, 1e-2, "fp8, device scale updated after capture: lse")
 
+    def test_deepseek_v32_fp8_cache_with_per_token_scales(self):
+        """DeepSeek-V3.2's cache: one uint8 [pages, 64, 656] buffer whose token rows hold 512
+        e4m3 codes, 4 float32 scales (one per 128 ckv values) and 64 bf16 kpe values, read
+        through three views; the reference reads the dequantized ckv and the bf16 kpe. Also
+        separate contiguous tensors, and a repeated call (run()'s cached path)."""
+        scale = 1 / math.sqrt(192)
+        for heads in (16, 128):
+            kv_lens = [random.randint(1, 3000) for _ in range(5)] + [64, 65, 1]
+            p = make_problem(kv_lens, [1] * len(kv_lens), heads, 512, 64, 64, torch.bfloat16,
+                             self.generator)
+            pages = p["ckv"].shape[0]
+            blocks = p["ckv"].float().view(pages, 64, 4, 128)
+            token_scales = blocks.abs().amax(-1).clamp_min(1e-6) / 448  # e4m3's largest value
+            codes = (blocks / token_scales[..., None]).to(torch.float8_e4m3fn)
+            cache = torch.zeros(pages, 64, 656, dtype=torch.uint8, device="cuda")
+            ckv = cache[..., :512].view(torch.float8_e4m3fn)
+            ckv_scales = cache[..., 512:528].view(torch.float32)
+            kpe = cache[..., 528:].view(torch.bfloat16)
+            self.assertEqual((ckv_scales.stride(), kpe.stride()),
+                             ((64 * 164, 164, 1), (64 * 328, 328, 1)))
+            ckv.copy_(codes.view(pages, 64, 512))
+            ckv_scales.copy_(token_scales)
+            kpe.copy_(p["kpe"])
+            # what the kernel is to read: code * its block's scale; kpe as it is (bf16)
+            p["ckv"] = (codes.float() * token_scales[..., None]).view(pages, 64, 512)
+            want_out, want_lse = reference(p, scale, causal=False)
+
+            attention = mlajit.BatchMlaAttention(num_heads=heads, kv_dtype=torch.float8_e4m3fn,
+                                                 kv_scales="token128")
+            attention.plan(p["qo_indptr"], p["kv_indptr"], p["kv_len"])
+            layouts = (("one 656-byte-row buffer", ckv, kpe, ckv_scales),
+                       ("one 656-byte-row buffer, again", ckv, kpe, ckv_scales),
+                       ("separate tensors", ckv.contiguous(), kpe.contiguous(),
+                        ckv_scales.contiguous()))
+            for what, ckv_t, kpe_t, scales_t in layouts:
+                what = f"V3.2 fp8 cache, {heads} heads, {what}"
+                out = torch.full_like(p["q_nope"], float("nan"))
+                lse = torch.full(p["q_nope"].shape[:2], float("nan"), device="cuda")
+                attention.run(p["q_nope"], p["q_pe"], ckv_t, kpe_t, p["kv_indices"], scale,
+                              out=out, lse=lse, ckv_scales=scales_t)
+                torch.cuda.synchronize()
+                self.assertTrue(torch.isfinite(out).all().item(), f"{what}: non-finite out")
+                error = ((out.double() - want_out).norm() / want_out.norm()).item()
+                print(f"{what}: ||out-ref||/||ref|| {error:.2e}")
+                self.assertLess(error, 1e-2, f"{what}: relative L2 error (seed {SEED})")
+                self.check_close(lse, want_lse, 1e-2, f"{what}: lse")
+
     def test_torch_argument_errors_name_the_argument(self):
         attention = mlajit.BatchMlaAttention(num_heads=16)
         p = make_problem([100], [1], 16, 512, 64, 64, torch.bfloat16, self.generator)

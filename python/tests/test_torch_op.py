@@ -132,6 +132,13 @@ class OpRegistration(WithStandInLibrary):
         self.assertIn("float kv_scale_ckv=1., float kv_scale_kpe=1., "
                       "Tensor? kv_scale_ckv_tensor=None, Tensor? kv_scale_kpe_tensor=None", schema)
 
+    def test_the_per_token_scales_come_last_and_are_not_written(self):
+        # Appended after the existing optional arguments, so that callers written before it
+        # (positional or not) keep working; read only, so no alias annotation.
+        schema = str(torch.ops.mlajit.run.default._schema)
+        self.assertTrue(schema.endswith("Tensor? kv_scale_kpe_tensor=None, "
+                                        "Tensor? ckv_scales=None) -> ()"), schema)
+
     def test_each_object_gets_its_own_handle_and_a_closed_one_is_refused(self):
         from mlajit import _op_handles
         other = mlajit.BatchMlaAttention(num_heads=16, device=0)
@@ -199,13 +206,20 @@ class EagerScalesReachTheObject(WithStandInLibrary):
             self.call(kv_scale_ckv=0.5, kv_scale_kpe_tensor=torch.ones((), dtype=torch.float32))
         self.assertEqual(len(self.recorder.calls), 2)
 
+    def test_ckv_scales_reach_the_object(self):
+        self.assertIsNone(self.call()["ckv_scales"])
+        scales = torch.ones(5, 64, 4)
+        self.assertIs(self.call(ckv_scales=scales)["ckv_scales"], scales)
+
     def test_a_scale_given_both_ways_is_refused(self):
         with self.assertRaisesRegex(ValueError, r"kv_scale_kpe=0.5 and kv_scale_kpe_tensor are "
                                                 r"both given: expected one of them"):
             self.call(kv_scale_kpe=0.5, kv_scale_kpe_tensor=torch.ones(1))
 
 
-class FakeImplementation(WithStandInLibrary):
+class WithFakeTensors(WithStandInLibrary):
+    """The op called in a FakeTensorMode (its fake implementation), on fake_tensors."""
+
     def setUp(self):
         super().setUp()
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -223,6 +237,8 @@ class FakeImplementation(WithStandInLibrary):
         with self.mode:
             return torch.ops.mlajit.run(**tensors, sm_scale=sm_scale, handle=handle)
 
+
+class FakeImplementation(WithFakeTensors):
     def test_good_fake_arguments_pass_and_produce_nothing(self):
         self.assertIsNone(self.call())
         self.assertIsNone(self.call(lse=None))
@@ -282,6 +298,55 @@ class FakeImplementation(WithStandInLibrary):
             self.call(kv_scale_ckv_tensor=scale)
 
 
+class FakeImplementationOfPerTokenScales(WithFakeTensors):
+    """An object created with kv_scales='token128' (DeepSeek-V3.2's cache): the fake
+    implementation checks ckv_scales and kpe's dtype at trace time."""
+
+    def setUp(self):
+        super().setUp()
+        self.v32 = mlajit.BatchMlaAttention(num_heads=16, device=0, kv_dtype="e4m3",
+                                            kv_scales="token128")
+        with self.mode:
+            cache = torch.empty(5, 64, 656, dtype=torch.uint8, device="cuda")
+            self.views = dict(ckv=cache[..., :512].view(torch.float8_e4m3fn),
+                              ckv_scales=cache[..., 512:528].view(torch.float32),
+                              kpe=cache[..., 528:].view(torch.bfloat16), handle=self.v32.op_handle)
+
+    def test_the_v32_views_pass(self):
+        self.assertEqual(self.views["ckv_scales"].stride(), (64 * 164, 164, 1))
+        self.assertIsNone(self.call(**self.views))
+        self.assertIsNone(self.call(**self.views, lse=None))
+
+    def test_missing_or_bad_ckv_scales_are_refused_at_trace_time(self):
+        with self.mode:
+            wrong_blocks = torch.empty(5, 64, 8, dtype=torch.float32, device="cuda")
+            bf16 = torch.empty(5, 64, 4, dtype=torch.bfloat16, device="cuda")
+            odd_rows = torch.empty(5, 64, 6, dtype=torch.float32, device="cuda")[..., :4]
+            on_cpu = torch.empty(5, 64, 4, dtype=torch.float32)
+            fp8_kpe = torch.empty(5, 64, 64, dtype=torch.float8_e4m3fn, device="cuda")
+        with self.assertRaisesRegex(ValueError, r"ckv_scales is required with "
+                                                r"kv_scales='token128'"):
+            self.call(**dict(self.views, ckv_scales=None))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales has shape \(5, 64, 8\): expected "
+                                                r"\(5, 64, 4\)"):
+            self.call(**dict(self.views, ckv_scales=wrong_blocks))
+        with self.assertRaisesRegex(TypeError, r"ckv_scales has dtype bfloat16: expected float32"):
+            self.call(**dict(self.views, ckv_scales=bf16))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales has stride 6 in dimension 1"):
+            self.call(**dict(self.views, ckv_scales=odd_rows))
+        with self.assertRaisesRegex(ValueError, r"ckv_scales is on cpu: expected a CUDA tensor"):
+            self.call(**dict(self.views, ckv_scales=on_cpu))
+        with self.assertRaisesRegex(TypeError, r"kpe has dtype float8_e4m3fn: expected bfloat16"):
+            self.call(**dict(self.views, kpe=fp8_kpe))
+        with self.assertRaisesRegex(ValueError, r"kv_scale_ckv=0.5 is a per-tensor scale"):
+            self.call(**self.views, kv_scale_ckv=0.5)
+
+    def test_a_per_tensor_object_refuses_ckv_scales_at_trace_time(self):
+        with self.assertRaisesRegex(ValueError, r"ckv_scales is given, but this object's KV cache "
+                                                r"is not scaled per token"):
+            self.call(ckv_scales=self.views["ckv_scales"])
+
+
 class DynamoTracesAStep(WithStandInLibrary):
     def test_a_model_step_calling_the_op_traces_as_one_graph(self):
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -336,6 +401,35 @@ class DynamoTracesAStep(WithStandInLibrary):
         # positional in the graph: ..., sm_scale, handle, the two floats, the two tensors
         self.assertEqual(calls[0].args[-6:-2], (SCALE, handle, 1.0, 1.0))
         self.assertEqual(calls[0].args[-2:], tuple(placeholders[3:5]))
+
+    def test_a_step_over_one_v32_cache_buffer_traces_its_views(self):
+        # DeepSeek-V3.2: the step takes the uint8 [pages, 64, 656] cache and views it as e4m3
+        # codes, float32 per-token scales and bf16 kpe; ckv_scales is a tensor input of the op.
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        v32 = mlajit.BatchMlaAttention(num_heads=16, device=0, kv_dtype="e4m3",
+                                       kv_scales="token128")
+        handle = v32.op_handle
+
+        class Step(torch.nn.Module):
+            def forward(self, q, cache, kv_indices):
+                out = q.new_empty(q.shape[0], q.shape[1], 512)
+                torch.ops.mlajit.run(q[..., :512], q[..., 512:],
+                                     cache[..., :512].view(torch.float8_e4m3fn),
+                                     cache[..., 528:].view(torch.bfloat16), kv_indices, out, None,
+                                     SCALE, handle,
+                                     ckv_scales=cache[..., 512:528].view(torch.float32))
+                return out
+
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            inputs = (torch.empty(3, 16, 576, dtype=torch.bfloat16, device="cuda"),
+                      torch.empty(5, 64, 656, dtype=torch.uint8, device="cuda"),
+                      torch.empty(7, dtype=torch.int32, device="cuda"))
+            exported = torch.export.export(Step(), inputs, strict=True)
+        calls = [node for node in exported.graph.nodes
+                 if node.op == "call_function" and "mlajit" in str(node.target)]
+        self.assertEqual(len(calls), 1, exported.graph)
+        scales = calls[0].kwargs.get("ckv_scales", calls[0].args[-1])
+        self.assertIsInstance(scales, torch.fx.Node)  # a traced view of the cache, not None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -223,6 +223,9 @@ mlajit_kernel::MlaParams make_kernel_params(const MlaShape& shape, const MlaOpti
   p.kv_scale_kpe_device = args.kv_scale_kpe_device;
   p.kv_scale_ckv = args.kv_scale_ckv;
   p.kv_scale_kpe = args.kv_scale_kpe;
+  p.ckv_scales = args.ckv_scales;
+  p.ckv_scales_stride_page = args.ckv_scales_stride_page;
+  p.ckv_scales_stride_token = args.ckv_scales_stride_token;
   return p;
 }
 

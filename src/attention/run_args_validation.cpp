@@ -53,17 +53,61 @@ void validate_kv_scale(const char* name, float scale, const float* device_scale,
   }
 }
 
+// Whether a per-tensor scale field differs from its default, and the four fields for a message.
+bool per_tensor_scales_set(const MlaRunArgs& args) {
+  return args.kv_scale_ckv != 1.0f || args.kv_scale_kpe != 1.0f ||
+         args.kv_scale_ckv_device != nullptr || args.kv_scale_kpe_device != nullptr;
+}
+std::string per_tensor_scales_text(const MlaRunArgs& args) {
+  return fmt::format("kv_scale_ckv={}, kv_scale_kpe={}, device pointers {} and {}",
+                     args.kv_scale_ckv, args.kv_scale_kpe,
+                     static_cast<const void*>(args.kv_scale_ckv_device),
+                     static_cast<const void*>(args.kv_scale_kpe_device));
+}
+
+// DeepSeek-V3.2's per-token scales: a device array (the per-tensor fields left unset) with
+// whole 16-byte rows of fp32.
+void validate_token_scales(const MlaShape& shape, const MlaRunArgs& args) {
+  if (per_tensor_scales_set(args)) {
+    invalid(fmt::format("per-tensor KV scales are set ({}) but the shape's kv_scales is token128: "
+                        "ckv's scales come from ckv_scales and kpe is not quantized",
+                        per_tensor_scales_text(args)));
+  }
+  if (args.ckv_scales == nullptr) {
+    invalid("ckv_scales is null: kv_scales token128 needs a device array of fp32 scales, one per "
+            "128 ckv values of each token");
+  }
+  if (reinterpret_cast<std::uintptr_t>(args.ckv_scales) % 16 != 0) {
+    invalid(fmt::format("ckv_scales={} is not 16-byte aligned",
+                        static_cast<const void*>(args.ckv_scales)));
+  }
+  const int64_t per_token = shape.head_dim_ckv / kCkvScaleBlock;
+  const auto require_float_stride = [](const char* name, int64_t stride, int64_t minimum) {
+    if (stride < minimum || stride > kMaxStride || stride % 4 != 0) {
+      invalid(fmt::format("{}={} is invalid: expected a multiple of 4 floats (16 bytes) from {} "
+                          "to {}",
+                          name, stride, minimum, kMaxStride));
+    }
+  };
+  require_float_stride("ckv_scales_stride_token", args.ckv_scales_stride_token, per_token);
+  require_float_stride("ckv_scales_stride_page", args.ckv_scales_stride_page,
+                       (shape.page_size - 1) * args.ckv_scales_stride_token + per_token);
+}
+
 void validate_kv_scales(const MlaShape& shape, const MlaRunArgs& args) {
+  if (shape.kv_scales == KvScales::kPerToken128) return validate_token_scales(shape, args);
+  if (args.ckv_scales != nullptr || args.ckv_scales_stride_page != 0 ||
+      args.ckv_scales_stride_token != 0) {
+    invalid(fmt::format("ckv_scales={} (strides {} / {}) is set but the shape's kv_scales is "
+                        "tensor: per-token scales need kv_scales token128",
+                        static_cast<const void*>(args.ckv_scales), args.ckv_scales_stride_page,
+                        args.ckv_scales_stride_token));
+  }
   if (shape.effective_kv_dtype() != DType::kFloat8E4M3) {
-    if (args.kv_scale_ckv != 1.0f || args.kv_scale_kpe != 1.0f ||
-        args.kv_scale_ckv_device != nullptr || args.kv_scale_kpe_device != nullptr) {
-      invalid(fmt::format("KV scales are set (kv_scale_ckv={}, kv_scale_kpe={}, device "
-                          "pointers {} and {}) but the KV cache is {}: scales apply to an e4m3 "
+    if (per_tensor_scales_set(args)) {
+      invalid(fmt::format("KV scales are set ({}) but the KV cache is {}: scales apply to an e4m3 "
                           "cache only",
-                          args.kv_scale_ckv, args.kv_scale_kpe,
-                          static_cast<const void*>(args.kv_scale_ckv_device),
-                          static_cast<const void*>(args.kv_scale_kpe_device),
-                          dtype_name(shape.effective_kv_dtype())));
+                          per_tensor_scales_text(args), dtype_name(shape.effective_kv_dtype())));
     }
     return;
   }
@@ -86,6 +130,14 @@ void validate_shape(const MlaShape& shape) {
     throw Error(ErrorCode::kUnsupported,
                 "dtype=e4m3: FP8 is a KV-cache format (kv_dtype); queries and output are bf16 "
                 "or f16");
+  }
+  if (shape.kv_scales != KvScales::kPerTensor && shape.kv_scales != KvScales::kPerToken128) {
+    invalid(fmt::format("kv_scales={} is not known: expected 0 (tensor) or 1 (token128)",
+                        static_cast<int>(shape.kv_scales)));
+  }
+  if (shape.kv_scales == KvScales::kPerToken128 && shape.effective_kv_dtype() != DType::kFloat8E4M3) {
+    invalid(fmt::format("kv_scales=token128 needs kv_dtype=e4m3, got kv_dtype={}",
+                        dtype_name(shape.effective_kv_dtype())));
   }
 }
 
@@ -166,9 +218,10 @@ void validate_run_args(const MlaShape& shape, const MlaRunArgs& args, int64_t pl
   require_stride("ckv_stride_token", args.ckv_stride_token, shape.head_dim_ckv, kv);
   require_stride("ckv_stride_page", args.ckv_stride_page,
                  (shape.page_size - 1) * args.ckv_stride_token + shape.head_dim_ckv, kv);
-  require_stride("kpe_stride_token", args.kpe_stride_token, shape.head_dim_kpe, kv);
+  const DType kpe = shape.kpe_dtype();
+  require_stride("kpe_stride_token", args.kpe_stride_token, shape.head_dim_kpe, kpe);
   require_stride("kpe_stride_page", args.kpe_stride_page,
-                 (shape.page_size - 1) * args.kpe_stride_token + shape.head_dim_kpe, kv);
+                 (shape.page_size - 1) * args.kpe_stride_token + shape.head_dim_kpe, kpe);
   if (!(args.sm_scale > 0.0f) || args.sm_scale > 1e6f) {
     invalid(fmt::format("sm_scale={} is out of range: expected a value in (0, 1e6], e.g. "
                         "1/sqrt(192) for DeepSeek",

@@ -41,6 +41,16 @@ DType to_dtype(mlajit_dtype dtype, const char* name) {
                           name, static_cast<int>(dtype)));
 }
 
+KvScales to_kv_scales(mlajit_kv_scales scales) {
+  if (scales != MLAJIT_KV_SCALES_PER_TENSOR && scales != MLAJIT_KV_SCALES_PER_TOKEN_128) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("shape->kv_scales={} is not known: expected "
+                            "MLAJIT_KV_SCALES_PER_TENSOR (0) or MLAJIT_KV_SCALES_PER_TOKEN_128 (1)",
+                            static_cast<int>(scales)));
+  }
+  return scales == MLAJIT_KV_SCALES_PER_TOKEN_128 ? KvScales::kPerToken128 : KvScales::kPerTensor;
+}
+
 LseBase to_lse_base(mlajit_lse_base base, const char* name) {
   if (base != MLAJIT_LSE_BASE2 && base != MLAJIT_LSE_NATURAL) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -62,6 +72,7 @@ mlajit_shape default_shape() {
   c.dtype = to_c_dtype(cpp.dtype);
   c.causal = cpp.causal ? 1 : 0;
   c.kv_dtype = cpp.kv_dtype ? to_c_dtype(*cpp.kv_dtype) : MLAJIT_KV_DTYPE_SAME;
+  c.kv_scales = static_cast<mlajit_kv_scales>(cpp.kv_scales);
   return c;
 }
 
@@ -111,6 +122,7 @@ MlaShape to_shape(const mlajit_shape* shape) {
   cpp.dtype = to_dtype(c.dtype, "shape->dtype");
   cpp.causal = to_flag(c.causal, "shape->causal");
   if (c.kv_dtype != MLAJIT_KV_DTYPE_SAME) cpp.kv_dtype = to_dtype(c.kv_dtype, "shape->kv_dtype");
+  cpp.kv_scales = to_kv_scales(c.kv_scales);
   return cpp;
 }
 
@@ -185,6 +197,9 @@ MlaRunArgs to_run_args(const mlajit_run_args* args) {
   cpp.kv_scale_kpe = c.kv_scale_kpe;
   cpp.kv_scale_ckv_device = c.kv_scale_ckv_device;
   cpp.kv_scale_kpe_device = c.kv_scale_kpe_device;
+  cpp.ckv_scales = c.ckv_scales;
+  cpp.ckv_scales_stride_page = c.ckv_scales_stride_page;
+  cpp.ckv_scales_stride_token = c.ckv_scales_stride_token;
   return cpp;
 }
 

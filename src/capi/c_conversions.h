@@ -14,6 +14,7 @@ mlajit_run_args default_run_args();
 // Throw Error(kInvalidArgument) naming `name` for a value outside the enum.
 DType to_dtype(mlajit_dtype dtype, const char* name);
 LseBase to_lse_base(mlajit_lse_base base, const char* name);
+KvScales to_kv_scales(mlajit_kv_scales scales);
 
 // Read (struct_size checked, missing fields defaulted) and convert; throw Error on bad input.
 MlaShape to_shape(const mlajit_shape* shape);

@@ -59,8 +59,11 @@ bool row_kept(const FleetMatrixOptions& options, const MlaShape& shape) {
 
 std::string row_text(const MlaShape& shape) {
   const DType kv = shape.effective_kv_dtype();
-  return fmt::format("{}{} {}/{}{}", dtype_name(shape.dtype),
-                     kv != shape.dtype ? fmt::format(" kv={}", dtype_name(kv)) : "",
+  const std::string scales = shape.kv_scales == KvScales::kPerTensor
+                                 ? ""
+                                 : fmt::format(" kv_scales={}", kv_scales_name(shape.kv_scales));
+  return fmt::format("{}{}{} {}/{}{}", dtype_name(shape.dtype),
+                     kv != shape.dtype ? fmt::format(" kv={}", dtype_name(kv)) : "", scales,
                      shape.head_dim_ckv, shape.head_dim_kpe, shape.causal ? " causal" : "");
 }
 

@@ -30,6 +30,11 @@ const char* kernel_type_name(DType dtype) {
               fmt::format("dtype {} has no kernel type", static_cast<int>(dtype)));
 }
 
+const char* kv_kernel_type_name(const KernelSpec& spec) {
+  if (spec.kv_scales == KvScales::kPerToken128) return "mlajit_kernel::e4m3_token128_t";
+  return kernel_type_name(spec.kv_dtype);
+}
+
 std::vector<MlaShape> KernelFamily::fleet_shapes() const {
   std::vector<MlaShape> shapes;
   for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
@@ -52,6 +57,8 @@ std::vector<MlaShape> KernelFamily::fleet_shapes() const {
     shape.kv_dtype = DType::kFloat8E4M3;
     shape.causal = causal;
     if (shape_unsupported_reason(shape).empty()) shapes.push_back(shape);
+    shape.kv_scales = KvScales::kPerToken128;  // DeepSeek-V3.2's cache
+    if (shape_unsupported_reason(shape).empty()) shapes.push_back(shape);
   }
   return shapes;
 }
@@ -63,6 +70,7 @@ KernelSpec KernelFamily::shape_spec(const MlaShape& shape, const std::string& ar
   spec.family = name();
   spec.q_dtype = spec.o_dtype = shape.dtype;
   spec.kv_dtype = shape.effective_kv_dtype();
+  spec.kv_scales = shape.kv_scales;
   spec.head_dim_ckv = shape.head_dim_ckv;
   spec.head_dim_kpe = shape.head_dim_kpe;
   spec.causal = shape.causal;
@@ -89,6 +97,18 @@ void KernelFamily::check(const KernelSpec& spec) const {
                               "queries and output are bf16 or f16 (in \"{}\")",
                               field, spec.text()));
     }
+  }
+  if (spec.kv_scales != KvScales::kPerTensor && spec.kv_scales != KvScales::kPerToken128) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("kernel spec kv_scales={} is not known: expected per-tensor (0) or "
+                            "token128 (1) (in \"{}\")",
+                            static_cast<int>(spec.kv_scales), spec.text()));
+  }
+  if (spec.kv_scales == KvScales::kPerToken128 && spec.kv_dtype != DType::kFloat8E4M3) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("kernel spec field 'kv_scales' is token128 but kv is {}: per-token "
+                            "scales apply to an e4m3 cache (in \"{}\")",
+                            dtype_name(spec.kv_dtype), spec.text()));
   }
   check_spec(spec);
 }

@@ -43,6 +43,8 @@ std::string head_dims_text(const HeadDims& dims);  // "512/64"
 // The kernel sources' name of a dtype's element type ("mlajit_kernel::bf16_t", ...), for the
 // template arguments of a family's name expression.
 const char* kernel_type_name(DType dtype);
+// The kernel's type for the spec's KV cache: its dtype's, or the per-token-scaled e4m3 cache's.
+const char* kv_kernel_type_name(const KernelSpec& spec);
 
 class KernelFamily {
  public:

@@ -1,6 +1,7 @@
 // KernelSpec's canonical text and its strict parser. The text is hashed into cache keys, so
 // parse() accepts exactly what text() writes: every field once, in any order after the
-// family, with no defaults filled in silently.
+// family, with no defaults filled in silently. The one optional field, kv_scales, is written
+// only when it is not per-tensor, and so is refused when it says "tensor".
 #include "mlajit/kernel_spec.h"
 
 #include <cctype>
@@ -40,16 +41,34 @@ int dtype_size(DType dtype) noexcept {
   return 0;
 }
 
+const char* kv_scales_name(KvScales scales) noexcept {
+  switch (scales) {
+    case KvScales::kPerTensor: return "tensor";
+    case KvScales::kPerToken128: return "token128";
+  }
+  return "unknown";
+}
+
+KvScales parse_kv_scales(const std::string& text) {
+  for (KvScales scales : {KvScales::kPerTensor, KvScales::kPerToken128}) {
+    if (text == kv_scales_name(scales)) return scales;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("unknown KV scales '{}': expected tensor or token128", text));
+}
+
 bool TileConfig::operator==(const TileConfig& other) const {
   return num_stages == other.num_stages && kv_tile == other.kv_tile &&
          qk_shard == other.qk_shard && q_tile == other.q_tile;
 }
 
 std::string KernelSpec::text() const {
+  const std::string scales =
+      kv_scales == KvScales::kPerTensor ? "" : fmt::format(";kv_scales={}", kv_scales_name(kv_scales));
   return fmt::format(
-      "{};q={};kv={};o={};ckv={};kpe={};causal={};stages={};kv_tile={};qk_shard={};q_tile={};"
+      "{};q={};kv={}{};o={};ckv={};kpe={};causal={};stages={};kv_tile={};qk_shard={};q_tile={};"
       "arch={}",
-      family, dtype_name(q_dtype), dtype_name(kv_dtype), dtype_name(o_dtype), head_dim_ckv,
+      family, dtype_name(q_dtype), dtype_name(kv_dtype), scales, dtype_name(o_dtype), head_dim_ckv,
       head_dim_kpe, causal ? 1 : 0, tile.num_stages, tile.kv_tile, tile.qk_shard ? 1 : 0,
       tile.q_tile, arch);
 }
@@ -59,6 +78,12 @@ namespace {
 const std::vector<std::string>& field_names() {
   static const std::vector<std::string> names = {
       "q", "kv", "o", "ckv", "kpe", "causal", "stages", "kv_tile", "qk_shard", "q_tile", "arch"};
+  return names;
+}
+
+// Fields text() writes only when they differ from their default.
+const std::vector<std::string>& optional_field_names() {
+  static const std::vector<std::string> names = {"kv_scales"};
   return names;
 }
 
@@ -138,11 +163,13 @@ std::map<std::string, std::string> collect_fields(const std::vector<std::string>
     const std::string value = parts[i].substr(equals + 1);
     bool known = false;
     for (const auto& name : field_names()) known = known || name == key;
+    for (const auto& name : optional_field_names()) known = known || name == key;
     if (!known) {
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("unknown kernel spec field '{}' (value '{}'); known fields: {} "
+                  fmt::format("unknown kernel spec field '{}' (value '{}'); known fields: {}, {} "
                               "(in \"{}\")",
-                              key, value, fmt::join(field_names(), ", "), text));
+                              key, value, fmt::join(field_names(), ", "),
+                              fmt::join(optional_field_names(), ", "), text));
     }
     if (!fields.emplace(key, value).second) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -172,6 +199,14 @@ KernelSpec KernelSpec::parse(const std::string& text) {
   spec.q_dtype = parse_dtype_field("q", fields["q"], text);
   spec.kv_dtype = parse_dtype_field("kv", fields["kv"], text);
   spec.o_dtype = parse_dtype_field("o", fields["o"], text);
+  if (fields.count("kv_scales")) {
+    const std::string& value = fields["kv_scales"];
+    if (value != kv_scales_name(KvScales::kPerToken128)) {
+      bad_field("kv_scales", value, "token128 (per-tensor scales are written by leaving the field out)",
+                text);
+    }
+    spec.kv_scales = KvScales::kPerToken128;
+  }
   spec.head_dim_ckv = parse_positive("ckv", fields["ckv"], text);
   spec.head_dim_kpe = parse_positive("kpe", fields["kpe"], text);
   spec.causal = parse_flag("causal", fields["causal"], text);

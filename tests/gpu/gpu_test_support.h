@@ -47,6 +47,20 @@ inline bool runs_on_family_under_test(MlaCheckCase& check) {
   return false;
 }
 
+// One check's line (errors, tier, launch path) and its assertions: every output written, -inf
+// LSEs where the reference has them, both errors under `tolerance`.
+inline void report_check(const std::string& name, const MlaCheckResult& result, double tolerance) {
+  std::printf("%-58s out %.2e lse %.2e tier %d %s%s\n", name.c_str(), result.out_error,
+              result.lse_error, result.plan.tier,
+              result.plan.two_launch ? "two-launch" : "cooperative",
+              result.passed(tolerance) ? "" : "  <-- FAIL");
+  INFO(name << " out error " << result.out_error << " lse error " << result.lse_error);
+  CHECK(result.all_written);
+  CHECK(result.lse_infinities_match);
+  CHECK(result.out_error < tolerance);
+  CHECK(result.lse_error < tolerance);
+}
+
 }  // namespace mlajit::testing
 
 #define MLAJIT_REQUIRE_GPU()                                          \

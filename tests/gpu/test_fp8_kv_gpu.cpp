@@ -35,22 +35,12 @@ MlaShape fp8_shape(int heads, int page_size, DType dtype = DType::kBFloat16, boo
 
 std::string scale_word(bool on_device) { return on_device ? " dev-scale" : " float-scale"; }
 
-void report(const std::string& name, const MlaCheckResult& result, double tolerance) {
-  std::printf("%-58s out %.2e lse %.2e tier %d %s%s\n", name.c_str(), result.out_error,
-              result.lse_error, result.plan.tier,
-              result.plan.two_launch ? "two-launch" : "cooperative",
-              result.passed(tolerance) ? "" : "  <-- FAIL");
-  INFO(name << " out error " << result.out_error << " lse error " << result.lse_error);
-  CHECK(result.all_written);
-  CHECK(result.lse_infinities_match);
-  CHECK(result.out_error < tolerance);
-  CHECK(result.lse_error < tolerance);
-}
+using testing::report_check;
 
 void check_fp8(MlaCheckCase check) {
   if (!testing::runs_on_family_under_test(check)) return;
   INFO(check.name << " seed " << check.seed);
-  report(check.name, run_mla_check(check), tolerance_of(check.shape.dtype));
+  report_check(check.name, run_mla_check(check), tolerance_of(check.shape.dtype));
 }
 
 }  // namespace
@@ -180,7 +170,8 @@ TEST_CASE("e4m3 KV: a device scale is read when the kernel runs, also from a cap
   attention.plan(problem->batch(), nullptr);
   attention.run(problem->args, nullptr);
   device_synchronize(0);
-  report("e4m3 scale update: first scales", problem->compare_with_reference(), kBf16Tolerance);
+  report_check("e4m3 scale update: first scales", problem->compare_with_reference(),
+               kBf16Tolerance);
 
   // New scales, the same args: the outputs of the first run no longer match the reference (so
   // a kernel that kept the first scales fails below), a second run's do.
@@ -191,7 +182,7 @@ TEST_CASE("e4m3 KV: a device scale is read when the kernel runs, also from a cap
   problem->poison_outputs();
   attention.run(problem->args, nullptr);
   device_synchronize(0);
-  report("e4m3 scale update: after a write, run()", problem->compare_with_reference(),
+  report_check("e4m3 scale update: after a write, run()", problem->compare_with_reference(),
          kBf16Tolerance);
 
   // A graph captured now and replayed after another write follows it too.
@@ -203,7 +194,7 @@ TEST_CASE("e4m3 KV: a device scale is read when the kernel runs, also from a cap
   problem->poison_outputs();
   graph.launch(stream.get());
   driver::stream_synchronize(stream.get());
-  report("e4m3 scale update: after a write, graph replay", problem->compare_with_reference(),
+  report_check("e4m3 scale update: after a write, graph replay", problem->compare_with_reference(),
          kBf16Tolerance);
 }
 

@@ -24,6 +24,15 @@ constexpr size_t kBlockBytes = 64u << 20;  // random values made on the host, th
 constexpr float kE4m3PoolScale = 1.0f / 448.0f;
 
 DType kv_dtype_of(const MlaBenchShape& shape) { return shape.kv_dtype.value_or(shape.dtype); }
+bool token_scaled(const MlaBenchShape& shape) { return shape.kv_scales == KvScales::kPerToken128; }
+
+// DeepSeek-V3.2's token row: 512 codes, their 4 fp32 scales, 64 bf16 kpe values.
+constexpr int kTokenScaledRowBytes = kCkv + kCkv / kCkvScaleBlock * 4 + kKpe * 2;
+
+// Bytes of one token's KV row in the pool.
+int row_bytes_of(const MlaBenchShape& shape) {
+  return token_scaled(shape) ? kTokenScaledRowBytes : kRowElems * dtype_size(kv_dtype_of(shape));
+}
 
 std::vector<int> kv_lens_of(const MlaBenchShape& shape) {
   if (!shape.ragged_kv_lens.empty()) return shape.ragged_kv_lens;
@@ -36,12 +45,34 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-// One block of random values (bf16 or e4m3) of at most kBlockBytes, on the device.
-DeviceAllocation random_block(int device, size_t bytes, DType dtype) {
+// DeepSeek-V3.2 rows of random codes (dequantized uniform in [-1, 1] by their scales) and
+// bf16 kpe values, whole rows only.
+void fill_token_scaled_rows(std::vector<uint8_t>& block, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  block.resize(block.size() / kTokenScaledRowBytes * kTokenScaledRowBytes);
+  for (size_t row = 0; row < block.size(); row += kTokenScaledRowBytes) {
+    uint8_t* codes = &block[row];
+    for (int c = 0; c < kCkv; ++c) codes[c] = float_to_e4m3(uniform(rng) / kE4m3PoolScale);
+    const float scales[kCkv / kCkvScaleBlock] = {kE4m3PoolScale, kE4m3PoolScale, kE4m3PoolScale,
+                                                 kE4m3PoolScale};
+    std::memcpy(codes + kCkv, scales, sizeof scales);
+    for (int k = 0; k < kKpe; ++k) {
+      const uint16_t value = float_to_half(DType::kBFloat16, uniform(rng));
+      std::memcpy(codes + kCkv + sizeof scales + 2 * k, &value, 2);
+    }
+  }
+}
+
+// One block of random values (bf16, e4m3, or with per-token scales DeepSeek-V3.2's rows) of
+// at most kBlockBytes, on the device.
+DeviceAllocation random_block(int device, size_t bytes, DType dtype,
+                              KvScales scales = KvScales::kPerTensor) {
   std::mt19937 rng(20261129);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<uint8_t> block(std::min(kBlockBytes, bytes));
-  if (dtype == DType::kFloat8E4M3) {
+  if (scales == KvScales::kPerToken128) {
+    fill_token_scaled_rows(block, rng);
+  } else if (dtype == DType::kFloat8E4M3) {
     for (auto& code : block) code = float_to_e4m3(uniform(rng) / kE4m3PoolScale);
   } else {
     std::vector<uint16_t> values(block.size() / 2);
@@ -115,6 +146,7 @@ MlaRunArgs run_args(const MlaBenchShape& shape, int64_t tokens, const void* q, c
                     void* out) {
   const int q_bytes = dtype_size(shape.dtype);
   const int kv_bytes = dtype_size(kv_dtype_of(shape));
+  const int row_bytes = row_bytes_of(shape);
   MlaRunArgs args;
   args.q_nope = q;
   args.q_nope_stride_head = kRowElems;
@@ -123,12 +155,22 @@ MlaRunArgs run_args(const MlaBenchShape& shape, int64_t tokens, const void* q, c
   args.q_pe_stride_head = args.q_nope_stride_head;
   args.q_pe_stride_token = args.q_nope_stride_token;
   args.ckv = pool;
-  args.kpe = static_cast<const char*>(pool) + kCkv * kv_bytes;
-  args.ckv_stride_token = args.kpe_stride_token = kRowElems;
-  args.ckv_stride_page = args.kpe_stride_page = int64_t{kRowElems} * shape.page_size;
-  if (kv_dtype_of(shape) == DType::kFloat8E4M3) {
-    args.kv_scale_ckv = args.kv_scale_kpe = kE4m3PoolScale;
+  if (token_scaled(shape)) {  // rows of codes, scales and kpe in Q's 16-bit type
+    args.ckv_scales = reinterpret_cast<const float*>(static_cast<const char*>(pool) + kCkv);
+    args.kpe = static_cast<const char*>(pool) + kCkv + kCkv / kCkvScaleBlock * 4;
+    args.ckv_stride_token = row_bytes;
+    args.ckv_scales_stride_token = row_bytes / 4;
+    args.kpe_stride_token = row_bytes / q_bytes;
+    args.ckv_scales_stride_page = args.ckv_scales_stride_token * shape.page_size;
+  } else {
+    args.kpe = static_cast<const char*>(pool) + kCkv * kv_bytes;
+    args.ckv_stride_token = args.kpe_stride_token = kRowElems;
+    if (kv_dtype_of(shape) == DType::kFloat8E4M3) {
+      args.kv_scale_ckv = args.kv_scale_kpe = kE4m3PoolScale;
+    }
   }
+  args.ckv_stride_page = args.ckv_stride_token * shape.page_size;
+  args.kpe_stride_page = args.kpe_stride_token * shape.page_size;
   args.out = out;
   args.out_stride_head = kCkv;
   args.out_stride_token = int64_t{kCkv} * shape.num_heads;
@@ -138,7 +180,8 @@ MlaRunArgs run_args(const MlaBenchShape& shape, int64_t tokens, const void* q, c
 }
 
 // GB/s and TFLOP/s as baseline.md counts them: the bytes are the KV rows read (in the KV
-// dtype: half of them with e4m3) plus q read and out written (in the query dtype).
+// dtype: half of them with e4m3; 656 a token in DeepSeek-V3.2's rows) plus q read and out
+// written (in the query dtype).
 void add_rates(const std::vector<int>& kv_lens, int64_t tokens, MlaBenchResult* result) {
   const MlaBenchShape& shape = result->shape;
   double kv_tokens = 0, flops = 0;
@@ -148,8 +191,8 @@ void add_rates(const std::vector<int>& kv_lens, int64_t tokens, MlaBenchResult* 
     const double effective = shape.causal ? len - (shape.q_len - 1) / 2.0 : len;
     flops += 2.0 * shape.q_len * shape.num_heads * effective * (kCkv + kKpe + kCkv);
   }
-  const double q_bytes = dtype_size(shape.dtype), kv_bytes = dtype_size(kv_dtype_of(shape));
-  const double bytes = kv_tokens * kRowElems * kv_bytes +
+  const double q_bytes = dtype_size(shape.dtype);
+  const double bytes = kv_tokens * row_bytes_of(shape) +
                        tokens * shape.num_heads * kRowElems * q_bytes +
                        tokens * shape.num_heads * kCkv * q_bytes;
   result->gbps = bytes / (result->median_us * 1e-6) / 1e9;
@@ -187,18 +230,21 @@ MlaBench::MlaBench(const MlaBenchOptions& options) : options_(options) {
   pool_ = DeviceAllocation(options.device, tokens * row_bytes);
   block16_ = random_block(options.device, pool_.size(), DType::kBFloat16);
   replicate(pool_.data(), pool_.size(), block16_);
+  pool_row_bytes_ = static_cast<int>(row_bytes);
 }
 
-void MlaBench::hold_in_pool(DType kv_dtype) {
-  const bool e4m3 = kv_dtype == DType::kFloat8E4M3;
-  if (e4m3 == (pool_dtype_ == DType::kFloat8E4M3)) return;
-  if (e4m3) {
-    replicate(pool_.data(), pool_.size(), random_block(options_.device, pool_.size(), kv_dtype));
-    pool_dtype_ = DType::kFloat8E4M3;
-  } else {
+// The three contents differ in their rows (16-bit values, codes, V3.2's rows), so the row
+// size says which the pool holds.
+void MlaBench::hold_in_pool(const MlaBenchShape& shape) {
+  const int row_bytes = row_bytes_of(shape);
+  if (row_bytes == pool_row_bytes_) return;
+  if (row_bytes == kRowElems * 2) {
     replicate(pool_.data(), pool_.size(), block16_);
-    pool_dtype_ = DType::kBFloat16;
+  } else {
+    replicate(pool_.data(), pool_.size(),
+              random_block(options_.device, pool_.size(), kv_dtype_of(shape), shape.kv_scales));
   }
+  pool_row_bytes_ = row_bytes;
 }
 
 MlaBenchResult MlaBench::run(const MlaBenchShape& shape) {
@@ -209,9 +255,8 @@ MlaBenchResult MlaBench::run(const MlaBenchShape& shape) {
     qo_indptr.push_back(qo_indptr.back() + shape.q_len);
     kv_indptr.push_back(kv_indptr.back() + (len + shape.page_size - 1) / shape.page_size);
   }
-  hold_in_pool(kv_dtype_of(shape));
-  const int64_t pool_tokens =
-      static_cast<int64_t>(pool_.size() / (size_t{kRowElems} * dtype_size(kv_dtype_of(shape))));
+  hold_in_pool(shape);
+  const int64_t pool_tokens = static_cast<int64_t>(pool_.size() / row_bytes_of(shape));
   const int64_t pages_per_launch = kv_indptr.back();
   const int64_t pool_pages = pool_tokens / shape.page_size;
   if (pages_per_launch > pool_pages) {
@@ -239,6 +284,7 @@ MlaBenchResult MlaBench::run(const MlaBenchShape& shape) {
   mla.page_size = shape.page_size;
   mla.dtype = shape.dtype;
   mla.kv_dtype = shape.kv_dtype;
+  mla.kv_scales = shape.kv_scales;
   mla.causal = shape.causal;
   MlaOptions mla_options;
   mla_options.device = options_.device;

@@ -25,6 +25,7 @@ struct MlaBenchShape {
   int q_len = 1;
   DType dtype = DType::kBFloat16;          // of q and out
   std::optional<DType> kv_dtype;           // of the KV cache; unset: dtype (e4m3: FP8)
+  KvScales kv_scales = KvScales::kPerTensor;  // e4m3: kPerToken128 reads DeepSeek-V3.2's 656-byte rows
   bool causal = false;
   int force_tier = 0;
   bool batch_invariant = false;     // MlaOptions::batch_invariant (default piece length)
@@ -68,14 +69,15 @@ class MlaBench {
   MlaBenchResult run(const MlaBenchShape& shape);
 
  private:
-  void hold_in_pool(DType kv_dtype);
+  void hold_in_pool(const MlaBenchShape& shape);
 
   MlaBenchOptions options_;
   DeviceAllocation block16_;  // random bf16 values: the source of q and of a 16-bit pool
   DeviceAllocation pool_;     // [token][ckv + kpe] of pool_dtype_
-  // bf16 bits (which f16 shapes read as they are: finite values of moderate size) or e4m3
-  // codes; 16-bit values read as e4m3 would include the NaN codes.
-  DType pool_dtype_ = DType::kBFloat16;
+  // bf16 bits (which f16 shapes read as they are: finite values of moderate size), e4m3
+  // codes, or DeepSeek-V3.2's rows of codes, scales and bf16 kpe; 16-bit values read as e4m3
+  // would include the NaN codes, codes read as scales any float.
+  int pool_row_bytes_ = 0;  // the row of what the pool holds: 1152, 576 or 656
 };
 
 }  // namespace mlajit

@@ -56,6 +56,31 @@ std::vector<float> dequantize(const std::vector<uint8_t>& codes, float scale) {
   return values;
 }
 
+// Per-token scales (KvScales::kPerToken128): one per 128 ckv values of each row, log-uniform
+// over a decade, so that a scale applied to the wrong block or token shows in the error.
+std::vector<float> random_token_scales(size_t count, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> exponent(-2.4f, -1.4f);
+  std::vector<float> scales(count);
+  for (auto& scale : scales) scale = std::pow(10.0f, exponent(rng));
+  return scales;
+}
+
+std::vector<float> dequantize_per_token(const std::vector<uint8_t>& codes,
+                                        const std::vector<float>& scales) {
+  std::vector<float> values(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i) {
+    values[i] = e4m3_to_float(codes[i]) * scales[i / kCkvScaleBlock];
+  }
+  return values;
+}
+
+template <typename T>
+std::vector<uint8_t> raw_bytes(const std::vector<T>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
 // Interleaves ckv and kpe rows into one [page][token][ckv + kpe] cache, of any element size.
 std::vector<uint8_t> concatenate_kv(const std::vector<uint8_t>& ckv,
                                     const std::vector<uint8_t>& kpe, size_t ckv_row_bytes,
@@ -116,6 +141,41 @@ void fill_batch(const MlaCheckCase& check, std::mt19937_64& rng, MlaReferencePro
   host->kv_indices.assign(pool.begin(), pool.begin() + used_pages);
 }
 
+
+// A per-token-scaled e4m3 cache (codes, their fp32 scales, 16-bit kpe rows) on the device:
+// three tensors, or with concatenated_kv DeepSeek-V3.2's one buffer of 656-byte token rows
+// [512 codes][4 scales][64 kpe values]. Page strides are the caller's (token stride x page).
+template <typename Upload>
+void set_token_scaled_kv(const MlaCheckCase& check, const std::vector<uint8_t>& codes,
+                         const std::vector<uint8_t>& scales, const std::vector<uint8_t>& kpe,
+                         Upload&& upload, MlaRunArgs& args) {
+  const int64_t ckv_dim = check.shape.head_dim_ckv, kpe_dim = check.shape.head_dim_kpe;
+  const int64_t scales_per_token = ckv_dim / kCkvScaleBlock;
+  const int64_t kpe_elem = dtype_size(check.shape.dtype);
+  if (!check.concatenated_kv) {
+    args.ckv = upload(codes.data(), codes.size());
+    args.ckv_scales = static_cast<const float*>(upload(scales.data(), scales.size()));
+    args.kpe = upload(kpe.data(), kpe.size());
+    args.ckv_stride_token = ckv_dim;
+    args.ckv_scales_stride_token = scales_per_token;
+    args.kpe_stride_token = kpe_dim;
+    return;
+  }
+  const std::vector<uint8_t> codes_and_scales =
+      concatenate_kv(codes, scales, ckv_dim, scales_per_token * 4);
+  const int64_t head_bytes = ckv_dim + scales_per_token * 4;
+  const std::vector<uint8_t> rows =
+      concatenate_kv(codes_and_scales, kpe, head_bytes, kpe_dim * kpe_elem);
+  const int64_t row_bytes = head_bytes + kpe_dim * kpe_elem;
+  const auto* base = static_cast<const uint8_t*>(upload(rows.data(), rows.size()));
+  args.ckv = base;
+  args.ckv_scales = reinterpret_cast<const float*>(base + ckv_dim);
+  args.kpe = base + head_bytes;
+  args.ckv_stride_token = row_bytes;
+  args.ckv_scales_stride_token = row_bytes / 4;
+  args.kpe_stride_token = row_bytes / kpe_elem;
+}
+
 }  // namespace
 
 MlaBatch MlaDeviceProblem::batch() const {
@@ -150,9 +210,18 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
   host.q_pe = random_values(tokens * shape.num_heads * kpe_dim, shape.dtype, rng);
   // The KV cache: the values the reference reads, and the bytes the device reads.
   const DType kv_dtype = shape.effective_kv_dtype();
-  const bool e4m3 = kv_dtype == DType::kFloat8E4M3;
-  std::vector<uint8_t> ckv_bytes, kpe_bytes;
-  if (e4m3) {
+  const bool token_scales = shape.kv_scales == KvScales::kPerToken128;
+  const bool e4m3 = kv_dtype == DType::kFloat8E4M3 && !token_scales;  // per-tensor scales
+  std::vector<uint8_t> ckv_bytes, kpe_bytes, scale_bytes;
+  if (token_scales) {  // DeepSeek-V3.2: codes with a scale per token and 128, kpe 16-bit
+    p->ckv_codes = random_e4m3_codes(kv_rows * ckv_dim, rng);
+    const std::vector<float> scales = random_token_scales(kv_rows * ckv_dim / kCkvScaleBlock, rng);
+    host.ckv = dequantize_per_token(p->ckv_codes, scales);
+    host.kpe = random_values(kv_rows * kpe_dim, shape.dtype, rng);
+    ckv_bytes = p->ckv_codes;
+    kpe_bytes = half_bytes(host.kpe, shape.dtype);
+    scale_bytes = raw_bytes(scales);
+  } else if (e4m3) {
     p->ckv_codes = random_e4m3_codes(kv_rows * ckv_dim, rng);
     p->kpe_codes = random_e4m3_codes(kv_rows * kpe_dim, rng);
     ckv_bytes = p->ckv_codes;
@@ -184,7 +253,9 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
   args.q_pe_stride_head = kpe_dim;
   args.q_pe_stride_token = int64_t{kpe_dim} * shape.num_heads;
   const size_t kv_elem_bytes = dtype_size(kv_dtype);
-  if (check.concatenated_kv) {
+  if (token_scales) {
+    set_token_scaled_kv(check, ckv_bytes, scale_bytes, kpe_bytes, upload, args);
+  } else if (check.concatenated_kv) {
     const auto joined =
         concatenate_kv(ckv_bytes, kpe_bytes, ckv_dim * kv_elem_bytes, kpe_dim * kv_elem_bytes);
     args.ckv = upload(joined.data(), joined.size());
@@ -198,6 +269,7 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
   }
   args.ckv_stride_page = args.ckv_stride_token * shape.page_size;
   args.kpe_stride_page = args.kpe_stride_token * shape.page_size;
+  args.ckv_scales_stride_page = args.ckv_scales_stride_token * shape.page_size;
   args.kv_indices = static_cast<const int32_t*>(
       upload(host.kv_indices.data(), host.kv_indices.size() * 4));
   const size_t rows = tokens * shape.num_heads;
@@ -222,10 +294,13 @@ std::unique_ptr<MlaDeviceProblem> make_device_problem(const MlaCheckCase& check)
 }
 
 void MlaDeviceProblem::set_kv_scales(float ckv, float kpe) {
-  if (check.shape.effective_kv_dtype() != DType::kFloat8E4M3) {
+  if (check.shape.effective_kv_dtype() != DType::kFloat8E4M3 ||
+      check.shape.kv_scales != KvScales::kPerTensor) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: set_kv_scales needs an e4m3 KV cache, the case's is {}",
-                            check.name, dtype_name(check.shape.effective_kv_dtype())));
+                fmt::format("{}: set_kv_scales needs an e4m3 KV cache with per-tensor scales, the "
+                            "case's is {} with {} scales",
+                            check.name, dtype_name(check.shape.effective_kv_dtype()),
+                            kv_scales_name(check.shape.kv_scales)));
   }
   check.kv_scale_ckv = ckv;
   check.kv_scale_kpe = kpe;

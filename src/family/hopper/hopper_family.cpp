@@ -67,6 +67,11 @@ class HopperFamily final : public KernelFamily {
                          "kpe={} (the portable family computes them)",
                          shape.head_dim_ckv, shape.head_dim_kpe);
     }
+    if (shape.kv_scales != KvScales::kPerTensor) {
+      return fmt::format("the hopper family scales an e4m3 cache per tensor only, got kv_scales={} "
+                         "(the portable family computes per-token scales)",
+                         kv_scales_name(shape.kv_scales));
+    }
     return dtype_reason(shape.dtype, shape.effective_kv_dtype(), shape.dtype);
   }
 
@@ -191,6 +196,11 @@ class HopperFamily final : public KernelFamily {
     if (!(HeadDims{spec.head_dim_ckv, spec.head_dim_kpe} == kHeadDims)) {
       throw Error(ErrorCode::kUnsupported,
                   fmt::format("the hopper family computes ckv=512 kpe=64 only (in \"{}\")",
+                              spec.text()));
+    }
+    if (spec.kv_scales != KvScales::kPerTensor) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("the hopper family scales an e4m3 cache per tensor only (in \"{}\")",
                               spec.text()));
     }
     if (spec.tile != kTile) {

@@ -14,8 +14,10 @@ namespace {
 // MLAJIT_EXPECTED_THREADS that codegen writes from this geometry.
 constexpr int kThreadsPerBlock = 256;
 // Decode tiles of at most this many heads (the kernel's kNarrowRows rows at q_len 1) take
-// the narrow layout on tier 1; over an e4m3 cache, its streams.
+// the narrow layout on tier 1; over an e4m3 cache with per-tensor scales, its streams.
 constexpr int kNarrowStreamHeads = 16;
+// Per-token scales: four fp32 a token (the kernel's static_assert), DeepSeek-V3.2's ckv width.
+constexpr int kTokenScalesCkv = 512;
 // mma.sync on bf16 and cp.async: Ampere and later.
 constexpr int kMinCcMajor = 8;
 
@@ -41,6 +43,11 @@ class PortableFamily final : public KernelFamily {
       return fmt::format("head dims ckv={} kpe={} are not supported by the portable family: "
                          "expected (ckv/kpe) {}",
                          shape.head_dim_ckv, shape.head_dim_kpe, dims_list(dims));
+    }
+    if (shape.kv_scales == KvScales::kPerToken128 && shape.head_dim_ckv != kTokenScalesCkv) {
+      return fmt::format("per-token KV scales (kv_scales=token128) take head_dim_ckv {} (a "
+                         "token's {} scales are one 16-byte copy), got {}",
+                         kTokenScalesCkv, kTokenScalesCkv / kCkvScaleBlock, shape.head_dim_ckv);
     }
     return dtype_reason(shape.dtype, shape.effective_kv_dtype(), shape.dtype);
   }
@@ -90,7 +97,9 @@ class PortableFamily final : public KernelFamily {
   // at 96 (215.5 -> 192.4 us), B=128 L=16384 unsplit (362.2 -> 353.7); the other 16-head
   // shapes within 1%.
   int64_t plan_item_overhead_tokens(const MlaShape& shape) const override {
-    const bool streams = shape.kv_dtype == DType::kFloat8E4M3 && shape.num_heads <= kNarrowStreamHeads;
+    const bool streams = shape.kv_dtype == DType::kFloat8E4M3 &&
+                         shape.kv_scales == KvScales::kPerTensor &&
+                         shape.num_heads <= kNarrowStreamHeads;
     return (streams ? 2 : 1) * KernelFamily::plan_item_overhead_tokens(shape);
   }
 
@@ -104,7 +113,7 @@ class PortableFamily final : public KernelFamily {
     program.name_expression = fmt::format(
         "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}, "
         "{}, {}, true>>",
-        kernel_type_name(spec.q_dtype), kernel_type_name(spec.kv_dtype),
+        kernel_type_name(spec.q_dtype), kv_kernel_type_name(spec),
         kernel_type_name(spec.o_dtype),
         spec.head_dim_ckv, spec.head_dim_kpe, spec.causal, spec.tile.num_stages,
         spec.tile.kv_tile, spec.tile.qk_shard, spec.tile.q_tile);
@@ -124,6 +133,8 @@ class PortableFamily final : public KernelFamily {
     shape.head_dim_ckv = spec.head_dim_ckv;
     shape.head_dim_kpe = spec.head_dim_kpe;
     shape.dtype = spec.q_dtype;
+    shape.kv_dtype = spec.kv_dtype;
+    shape.kv_scales = spec.kv_scales;
     const std::string dims = shape_unsupported_reason(shape);
     if (!dims.empty()) throw Error(ErrorCode::kUnsupported, dims);
     shared_storage_bytes(spec, spec.tile);  // names a tile field the kernel cannot take

@@ -64,9 +64,10 @@ int tier_of(const TileConfig& tile) {
 
 // Mirrors the kernel's shared storage: a union of {Q nope + Q pe, `stages` CKV tiles,
 // `stages` KPE tiles (reused for P, hence max(kpe, q_tile) columns), the two warpgroups'
-// softmax exchange rows} with the output staging tile. Every member is 16-byte aligned. The
-// KV tiles hold Q's 16-bit type whatever the cache's: an e4m3 tile lands in the top half of
-// its 16-bit tile and is expanded in place.
+// softmax exchange rows} with the output staging tile, then (per-token scales) each stage's
+// tokens' ckv scales. Every member is 16-byte aligned. The KV tiles hold Q's 16-bit type
+// whatever the cache's: an e4m3 tile lands in the top half of its 16-bit tile and is expanded
+// in place.
 int shared_storage_bytes(const KernelSpec& spec, const TileConfig& tile) {
   check_tile(tile);
   const int64_t q = dtype_size(spec.q_dtype), kv = q;
@@ -78,7 +79,9 @@ int shared_storage_bytes(const KernelSpec& spec, const TileConfig& tile) {
                           stages * align16(kv_tile * std::max(kpe, q_tile) * kv) +
                           align16(2 * q_tile * 4);
   const int64_t output = align16(q_tile * ckv * o);
-  const int64_t bytes = std::max(compute, output);
+  // Per-token scales: a 16-byte row of each stage's tokens, past the union.
+  const int64_t token_scales = spec.kv_scales == KvScales::kPerToken128 ? stages * kv_tile * 16 : 0;
+  const int64_t bytes = std::max(compute, output) + token_scales;
   if (bytes > INT32_MAX) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("shared storage of {} bytes for ckv={} kpe={} does not fit an int",
