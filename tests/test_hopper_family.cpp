@@ -124,7 +124,7 @@ TEST_CASE("hopper specs target sm_90a with its one tile, and its program launche
   CHECK(hopper().program(codes).name_expression ==
         "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<mlajit_kernel::bf16_t, "
         "mlajit_kernel::e4m3_t, mlajit_kernel::bf16_t, 512, 64, false>>");
-  // The stages hold the dequantized 16-bit values: the same shared memory.
+  // The stages hold the codes converted to f16: the same shared memory.
   CHECK(hopper().program(codes).geometry.dynamic_smem_bytes == program.geometry.dynamic_smem_bytes);
 }
 

@@ -16,7 +16,8 @@
 //    with it (an item's last stage, once they have also written O through it): one TMA
 //    thread with the page ids read a tile ahead (joined, in launches bound by memory, by the
 //    other threads' cp.async for the last regions), or 128 gathering threads; over an e4m3
-//    cache, 128 threads that load the codes into registers and store them dequantized.
+//    cache, 128 threads that load the codes into registers and store their values in f16
+//    (StageTypeOf: the scales apply to Q, the scores and O instead).
 // While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
 // Per stage, mbarriers say the copy is full, the rescale factors and each half of P are
 // published, and both output warpgroups are done with it. The host contract (work items,
@@ -39,15 +40,25 @@
 
 namespace mlajit_kernel {
 
-// Whether the stages (of Q's type) can hold a KV cache of type KV: the same 16-bit type, or
-// e4m3 codes dequantized on the way in.
+// The 16-bit type of the stages and of both wgmma operands. A 16-bit cache is multiplied as it
+// is, in Q's type. An e4m3 cache is multiplied as its raw values in f16 (exact: 4 exponent bits
+// fit in 5, 3 mantissa bits in 10): one conversion instruction per pair of codes in the
+// producer, where converting to the scaled value in Q's type took six (f16, f32, scale, pack)
+// and set the tile's pace at 128 heads. The scales move out of the stages: the ckv scale into
+// the scores' exponent and O's normalisation, the kpe / ckv ratio into q_pe; Q itself is
+// converted to f16 in shared memory once per work item (convert_q_to_stage_type).
 template <typename Q, typename KV>
-struct StagesHold {
-  static constexpr bool value = sizeof(KV) == 2 && Dtype16<Q>::kIsBf16 == Dtype16<KV>::kIsBf16;
+struct StageTypeOf {
+  static_assert(sizeof(KV) == 2 && Dtype16<Q>::kIsBf16 == Dtype16<KV>::kIsBf16,
+                "wgmma multiplies Q and a 16-bit KV cache of one type");
+  using type = Q;
 };
 template <typename Q>
-struct StagesHold<Q, e4m3_t> {
-  static constexpr bool value = true;
+struct StageTypeOf<Q, e4m3_t> {
+#ifdef __CUDA_ARCH__  // (a host compiler's pass over this file sees Ampere's factor)
+  static_assert(kF16PairFactor == 1.0f, "the hopper family converts codes in one instruction");
+#endif
+  using type = f16_t;
 };
 
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
@@ -59,9 +70,7 @@ struct HopperConfig {
   static constexpr int kHeadDimCkv = HEAD_DIM_CKV;
   static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
   static constexpr bool kCausal = CAUSAL;
-  // The 16-bit type of the stages and of both wgmma operands: Q's. An e4m3 cache arrives as
-  // codes that the producer dequantizes into it (producer_loop_codes).
-  using StageType = QType_;
+  using StageType = typename StageTypeOf<QType_, KVType_>::type;
   static constexpr bool kKvCodes = sizeof(KVType_) == 1;
 
   static constexpr int kGroupThreads = 128;
@@ -70,11 +79,12 @@ struct HopperConfig {
   static constexpr int kThreads = 4 * kGroupThreads;
   // setmaxnreg: O's half is 128 of each output warpgroup's registers, the scores warpgroup
   // holds S and P; 120 + 2 x 160 + 56 = 496 <= 512 = 512 threads x 128, the CTA's allocation
-  // at launch. Over an e4m3 cache the producer holds half a tile of codes (36 registers), and
-  // the scores warpgroup gives it 8 more (ptxas spilled at 72): 112 + 2 x 160 + 80 = 512.
-  static constexpr int kScoresRegisters = kKvCodes ? 112 : 120;
+  // at launch. Over an e4m3 cache the producer holds a whole tile of codes (72 registers),
+  // which the scores warpgroup gives it: the f16 path leaves S, P and the row state within 80
+  // (no spills, ptxas): 80 + 2 x 160 + 112 = 512.
+  static constexpr int kScoresRegisters = kKvCodes ? 80 : 120;
   static constexpr int kOutputRegisters = 160;
-  static constexpr int kProducerRegisters = kKvCodes ? 80 : 56;
+  static constexpr int kProducerRegisters = kKvCodes ? 112 : 56;
   // The merge after the roles' loops runs in every thread at the launch's 128 registers
   // (65536 / kThreads), enough for kMergeBatch chunks' loads in flight.
   static constexpr int kMergeRegisters = 128;
@@ -94,8 +104,6 @@ struct HopperConfig {
   static constexpr int kPvSteps = kTile / 16;
 
   static_assert(sizeof(QType) == 2 && sizeof(OType) == 2, "the hopper kernel takes 16-bit Q and O");
-  static_assert(StagesHold<QType, KVType>::value,
-                "wgmma multiplies Q and KV of one type (or KV codes dequantized to Q's)");
   static_assert(HEAD_DIM_KPE == 64, "the kpe part fills one 128-byte region (64 dims)");
   static_assert(HEAD_DIM_CKV % 128 == 0 && kOutCols <= 256,
                 "each warpgroup's output half is whole regions and one wgmma N (<= 256)");
@@ -198,6 +206,18 @@ __device__ __forceinline__ bool tma_copies(const HopperTma& tma) {
   return !C::kKvCodes && tma.enabled;
 }
 
+// The scales of an e4m3 cache, applied outside the stages (StageTypeOf): `ckv` multiplies the
+// scores (q_pe carries the ratio) and O; all ones over a 16-bit cache.
+template <typename C>
+struct CacheScales {
+  float ckv, kpe_over_ckv;
+  __device__ __forceinline__ static CacheScales of(const MlaParams& p) {
+    if (!C::kKvCodes) return CacheScales{1.f, 1.f};
+    const float ckv = dequant_factor(p.kv_scale_ckv_device, p.kv_scale_ckv);
+    return CacheScales{ckv, dequant_factor(p.kv_scale_kpe_device, p.kv_scale_kpe) / ckv};
+  }
+};
+
 // What one CTA does for one work item, derived once.
 struct HopperTile : WorkTile {
   int32_t row_limit[2];  // this thread's accumulator rows see tokens < row_limit[j]
@@ -245,6 +265,47 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const HopperSmem<C>& 
     }
   }
   cp_async_commit();
+}
+
+// Two floats rounded to an f16 pair, saturating: a bf16 query beyond f16's range (+-65504)
+// becomes +-65504, not inf.
+__device__ __forceinline__ uint32_t pack_f16_saturating(float lo, float hi) {
+  uint32_t packed;
+  asm("cvt.rn.satfinite.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+}
+
+// Stage: convert_q_to_stage_type (scores warpgroup, e4m3 cache only), once the item's Q tile
+// has landed: Q in place to the stage type f16, q_pe times the kpe / ckv scale ratio. A bf16
+// query is exact in f16 within f16's range (10 mantissa bits against 7); beyond it saturates,
+// and below 2^-24 it flushes to zero. An f16 query needs only its q_pe scaled, and nothing when
+// the ratio is one.
+template <typename C>
+__device__ __forceinline__ void convert_q_to_stage_type(const HopperSmem<C>& sm, float kpe_ratio,
+                                                        const HopperRole& role) {
+  using QType = typename C::QType;
+  constexpr bool kBf16 = Dtype16<QType>::kIsBf16;
+  constexpr int kPeChunk = C::kKpeRegion * C::Tile::kRegionBytes / 16;  // q_pe's first chunk
+  constexpr int kChunks = C::kTileBytes / 16;
+  if (!kBf16 && kpe_ratio == 1.f) return;
+#pragma unroll 4
+  for (int c = (kBf16 ? 0 : kPeChunk) + role.index; c < kChunks; c += C::kGroupThreads) {
+    const float factor = c >= kPeChunk ? kpe_ratio : 1.f;
+    const uint32_t address = sm.q + 16 * c;
+    uint32_t w[4];
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "r"(address));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float lo, hi;
+      unpack2<QType>(w[i], lo, hi);
+      w[i] = pack_f16_saturating(lo * factor, hi * factor);
+    }
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(w[0]), "r"(w[1]),
+                 "r"(w[2]), "r"(w[3])
+                 : "memory");
+  }
 }
 
 // Stage: load_kv (producer warpgroup), TMA: lane 0 copies regions [0, REGIONS) of the tile as
@@ -365,13 +426,12 @@ __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const Hop
 
 // ---------------------------------------------------------------------------------------
 // Stage: load_kv (producer warpgroup), e4m3 cache: each thread loads 16-byte chunks of codes
-// into registers, converts them (times the operand's scale) to the 16-bit stage type and
-// stores them into the stage. A stage need only be free for the stores: the codes of a tile's
-// first half are loaded before the wait for its stage, and each chunk of the second half as
-// soon as its register is stored, so the refill after the wait is the conversions, the
-// stores and part of one load's latency. (Holding a whole tile ahead, 72 registers taken from
-// the scores warpgroup, measured slower on the H100: docs/PERF.md.) Any page size; rows at
-// or past kv_stop are stored as zeros (masked scores meet zeros).
+// into registers, converts them to their raw values in f16 (the scales apply elsewhere:
+// StageTypeOf) and stores them into the stage. A stage need only be free for the stores:
+// each thread holds a whole tile of codes, loaded while the stage is still read, so the
+// refill after the wait is the conversions and the stores (on the H100 this beat holding half
+// a tile by 2-7%: docs/PERF.md). Any page size; rows at or past kv_stop are stored as zeros
+// (masked scores meet zeros).
 //
 // Warp w covers rows 16 w .. 16 w + 15, in two halves of 8 rows; in half h, lane l holds
 // codes 16 (l % 4) .. 16 (l % 4) + 15 of each region of row 16 w + 8 h + l / 4 and stores each
@@ -384,12 +444,6 @@ struct CodeRows {
   __device__ __forceinline__ static int row(const HopperRole& role, int half) {
     return 16 * role.warp + 8 * half + role.lane / 4;
   }
-};
-
-// A thread's half-tile of codes: one 16-code chunk per region.
-template <typename C>
-struct CodeChunks {
-  uint32_t word[C::kRegions][4];
 };
 
 // The page id of this thread's row in each half of a tile (-1 at or past kv_stop, or past the
@@ -423,40 +477,49 @@ __device__ __forceinline__ void load_codes_16(uint32_t (&w)[4], const void* src,
       : "l"(src), "r"(static_cast<int>(valid)), "l"(policy));
 }
 
-// The address of this thread's chunk of `region` in the row of half `half` of tile `tile`.
+// Where this thread's 16 codes of region 0 of each of its rows of a tile lie, and whether the
+// rows exist.
 template <typename C>
-__device__ __forceinline__ const unsigned char* code_source(const MlaParams& p, const HopperTile& t,
-                                                            const CodePages<C>& pages,
-                                                            const HopperRole& role, int tile,
-                                                            int half, int region) {
-  const int64_t page = pages.page[half] >= 0 ? pages.page[half] : 0;
-  const int64_t slot = (t.kv_start + tile * C::kTile + CodeRows<C>::row(role, half)) % p.page_size;
-  const int piece = 16 * (role.lane % 4);
-  if (region < C::kKpeRegion) {
-    return static_cast<const unsigned char*>(p.ckv) + page * p.ckv_stride_page +
-           slot * p.ckv_stride_token + region * 64 + piece;
+struct CodeSources {
+  const unsigned char* ckv[CodeRows<C>::kHalves];
+  const unsigned char* kpe[CodeRows<C>::kHalves];
+  bool valid[CodeRows<C>::kHalves];
+
+  __device__ __forceinline__ static CodeSources make(const MlaParams& p, const HopperTile& t,
+                                                     const CodePages<C>& pages,
+                                                     const HopperRole& role, int tile) {
+    CodeSources c;
+    const int piece = 16 * (role.lane % 4);
+#pragma unroll
+    for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
+      c.valid[half] = pages.page[half] >= 0;
+      const int64_t page = c.valid[half] ? pages.page[half] : 0;
+      const int64_t slot =
+          (t.kv_start + tile * C::kTile + CodeRows<C>::row(role, half)) % p.page_size;
+      c.ckv[half] = static_cast<const unsigned char*>(p.ckv) + page * p.ckv_stride_page +
+                    slot * p.ckv_stride_token + piece;
+      c.kpe[half] = static_cast<const unsigned char*>(p.kpe) + page * p.kpe_stride_page +
+                    slot * p.kpe_stride_token + piece;
+    }
+    return c;
   }
-  return static_cast<const unsigned char*>(p.kpe) + page * p.kpe_stride_page +
-         slot * p.kpe_stride_token + piece;
-}
+};
 
-// Chunk `region` of half `half` of tile `tile` into `w`.
+// This thread's chunk of `region` of its row in half `half` into `w`.
 template <typename C>
-__device__ __forceinline__ void load_code_chunk(uint32_t (&w)[4], const MlaParams& p,
-                                                const HopperTile& t, const CodePages<C>& pages,
-                                                const HopperRole& role, int tile, int half,
-                                                int region, uint64_t policy) {
-  load_codes_16(w, code_source<C>(p, t, pages, role, tile, half, region), pages.page[half] >= 0,
-                policy);
+__device__ __forceinline__ void load_code_chunk(uint32_t (&w)[4], const CodeSources<C>& src,
+                                                int half, int region, uint64_t policy) {
+  const unsigned char* from = region < C::kKpeRegion ? src.ckv[half] + region * 64 : src.kpe[half];
+  load_codes_16(w, from, src.valid[half], policy);
 }
 
-// Chunk `region` of half `half`, dequantized, into the stage.
+// Chunk `region` of half `half`, converted, into the stage.
 template <typename C>
 __device__ __forceinline__ void store_code_chunk(const uint32_t (&w)[4], const HopperSmem<C>& sm,
                                                  const HopperRole& role, int stage, int half,
-                                                 int region, float factor) {
+                                                 int region) {
   uint32_t v[8];
-  dequantize_chunk<typename C::StageType>(w, factor, v);
+  convert_chunk_f16(w, v);
   const int row = CodeRows<C>::row(role, half);
   const int piece = 2 * (role.lane % 4);
   const uint32_t dst = sm.kv(stage);
@@ -470,44 +533,46 @@ __device__ __forceinline__ void store_code_chunk(const uint32_t (&w)[4], const H
                : "memory");
 }
 
-// The producer warpgroup's loop over a work item's tiles of e4m3 codes (every thread).
+// The producer warpgroup's loop over a work item's tiles of e4m3 codes (every thread). Each
+// thread holds a whole tile of codes (18 chunks, 72 registers) and loads a chunk of the next
+// tile as soon as it has stored that register: the codes are in flight while the stage is
+// still read, and its refill after `empty` is the conversions and stores. Page ids are read
+// two tiles ahead of their stores (one ahead of their codes' loads).
 template <typename C>
 __device__ __forceinline__ void producer_loop_codes(const MlaParams& p, const HopperSmem<C>& sm,
                                                     const HopperTile& t, uint32_t sequence,
                                                     const HopperRole& role) {
   const uint64_t policy = l2_evict_first_policy();
-  const float ckv_factor = dequant_factor(p.kv_scale_ckv_device, p.kv_scale_ckv);
-  const float kpe_factor = dequant_factor(p.kv_scale_kpe_device, p.kv_scale_kpe);
-  CodePages<C> pages = CodePages<C>::fetch(p, t, role, 0);
-  CodeChunks<C> codes;
+  uint32_t codes[CodeRows<C>::kHalves][C::kRegions][4];
+  {
+    const CodeSources<C> first =
+        CodeSources<C>::make(p, t, CodePages<C>::fetch(p, t, role, 0), role, 0);
 #pragma unroll
-  for (int region = 0; region < C::kRegions; ++region) {
-    load_code_chunk<C>(codes.word[region], p, t, pages, role, 0, 0, region, policy);
+    for (int half = 0; half < CodeRows<C>::kHalves; ++half)
+#pragma unroll
+      for (int region = 0; region < C::kRegions; ++region)
+        load_code_chunk<C>(codes[half][region], first, half, region, policy);
   }
+  CodePages<C> pages = CodePages<C>::fetch(p, t, role, 1);
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    const CodePages<C> next = CodePages<C>::fetch(p, t, role, tile + 1);
+    const CodeSources<C> next = CodeSources<C>::make(p, t, pages, role, tile + 1);
+    pages = CodePages<C>::fetch(p, t, role, tile + 2);
     if (sequence + tile >= C::kStages) {
       mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
     }
 #pragma unroll
-    for (int region = 0; region < C::kRegions; ++region) {
-      const float factor = region < C::kKpeRegion ? ckv_factor : kpe_factor;
-      store_code_chunk<C>(codes.word[region], sm, role, slot.stage, 0, region, factor);
-      load_code_chunk<C>(codes.word[region], p, t, pages, role, tile, 1, region, policy);
-    }
+    for (int half = 0; half < CodeRows<C>::kHalves; ++half)
 #pragma unroll
-    for (int region = 0; region < C::kRegions; ++region) {
-      const float factor = region < C::kKpeRegion ? ckv_factor : kpe_factor;
-      store_code_chunk<C>(codes.word[region], sm, role, slot.stage, 1, region, factor);
-      // The next tile's first half (zeros past the item's end: never stored).
-      load_code_chunk<C>(codes.word[region], p, t, next, role, tile + 1, 0, region, policy);
-    }
+      for (int region = 0; region < C::kRegions; ++region) {
+        store_code_chunk<C>(codes[half][region], sm, role, slot.stage, half, region);
+        // The next tile's chunk (zeros past the item's tiles: never stored).
+        load_code_chunk<C>(codes[half][region], next, half, region, policy);
+      }
     // The stores are the generic proxy's; wgmma reads through the async proxy.
     fence_proxy_async_shared();
     mbarrier_arrive(sm.full(slot.stage));
-    pages = next;
   }
 }
 
@@ -584,7 +649,7 @@ __device__ __forceinline__ void issue_qk(float (&s)[32], const HopperSmem<C>& sm
   wgmma_fence();
 #pragma unroll
   for (int step = 0; step < C::kQkSteps; ++step) {
-    wgmma_ss<typename C::QType, 64, 0>(s, k_major_descriptor<C::kRows>(sm.q, 0, step),
+    wgmma_ss<typename C::StageType, 64, 0>(s, k_major_descriptor<C::kRows>(sm.q, 0, step),
                                        k_major_descriptor<C::kRows>(k, 0, step), step > 0);
   }
   wgmma_commit();
@@ -734,9 +799,9 @@ __device__ __forceinline__ void issue_pv(float (&o)[C::kOutCols / 2], const Hopp
 // ---------------------------------------------------------------------------------------
 // The scores warpgroup's KV loop over a work item's tiles.
 template <typename C>
-__device__ __forceinline__ void scores_loop(const MlaParams& p, const HopperSmem<C>& sm,
-                                            const HopperTile& t, uint32_t sequence,
-                                            SoftmaxRows& st, const HopperRole& role) {
+__device__ __forceinline__ void scores_loop(const HopperSmem<C>& sm, const HopperTile& t,
+                                            uint32_t sequence, float scale_log2, SoftmaxRows& st,
+                                            const HopperRole& role) {
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
@@ -748,14 +813,14 @@ __device__ __forceinline__ void scores_loop(const MlaParams& p, const HopperSmem
     if (t.kv_start + (tile + 1) * C::kTile > t.unmasked_end) mask_scores<C>(s, t, tile, role);
     uint32_t pa[4][4];
     float alpha[2];
-    const RowBases bases = update_row_max(s, alpha, st, p.sm_scale_log2);
+    const RowBases bases = update_row_max(s, alpha, st, scale_log2);
     // The scaled and ready barriers are never waited on here, yet never arrived on twice in
     // one phase: the stage's next fill waits (through empty) for the output warpgroups, which
     // wait for these phases first.
     publish_alpha<C>(alpha, sm, slot.stage, role);
-    exponentiate_half<C, 0>(s, pa, bases, st, p.sm_scale_log2);
+    exponentiate_half<C, 0>(s, pa, bases, st, scale_log2);
     publish_p<C, 0>(pa, sm, slot.stage, role);
-    exponentiate_half<C, 1>(s, pa, bases, st, p.sm_scale_log2);
+    exponentiate_half<C, 1>(s, pa, bases, st, scale_log2);
     publish_p<C, 1>(pa, sm, slot.stage, role);
   }
 }
@@ -796,9 +861,9 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
 // warpgroup's Q K^T of that tile was done before it published P.
 template <typename C>
 __device__ __forceinline__ void stage_output(const float (&o)[C::kOutCols / 2], const float (&l)[2],
-                                             uint32_t staging, const HopperRole& role) {
+                                             float scale, uint32_t staging, const HopperRole& role) {
   using OType = typename C::OType;
-  const float inv[2] = {l[0] > 0.f ? 1.f / l[0] : 0.f, l[1] > 0.f ? 1.f / l[1] : 0.f};
+  const float inv[2] = {l[0] > 0.f ? scale / l[0] : 0.f, l[1] > 0.f ? scale / l[1] : 0.f};
   // stmatrix x4: lanes 8m..8m+7 address the rows of matrix m = (rows 8 (m & 1) of the warp's
   // 16, column chunk n8 + m / 2); register m holds this lane's pair of it.
   const int matrix = role.lane / 8;
@@ -842,6 +907,7 @@ __device__ __forceinline__ void store_output_rows(const MlaParams& p, const Hopp
 }
 
 // `last_stage`: the stage of the item's last tile, still held by this warpgroup (-1: none).
+// O is scaled by the cache's ckv scale (CacheScales) with its normalisation.
 template <typename C>
 __device__ __forceinline__ void write_output(const MlaParams& p, const float (&o)[C::kOutCols / 2],
                                              const float (&l)[2], const HopperTile& t,
@@ -852,7 +918,7 @@ __device__ __forceinline__ void write_output(const MlaParams& p, const float (&o
       sm.kv(staged ? last_stage : 0) + role.half() * C::kOutRegions * C::Tile::kRegionBytes;
   const uint32_t own_barrier = role.half() == 0 ? kOutputLeftOnly : kOutputRightOnly;
   if (staged) {
-    stage_output<C>(o, l, staging, role);
+    stage_output<C>(o, l, CacheScales<C>::of(p).ckv, staging, role);
     named_barrier_sync(own_barrier, C::kGroupThreads);
   }
   store_output_rows<C>(p, t, staging, staged, role);
@@ -897,15 +963,21 @@ __device__ __forceinline__ ItemCursor scores_item(const MlaParams& p, const Hopp
                                                   uint32_t& sequence, uint32_t& items,
                                                   bool& q_loaded, const HopperRole& role) {
   const HopperTile& t = item.t;
+  const CacheScales<C> scales = CacheScales<C>::of(p);
+  const float scale_log2 = p.sm_scale_log2 * scales.ckv;
   SoftmaxRows st;
   st.init();
   if (t.num_tiles > 0) {
     if (!q_loaded) load_q<C>(p, sm, t, role);
     cp_async_wait<0>();
+    if (C::kKvCodes) {
+      named_barrier_sync(kScoresOnly, C::kGroupThreads);  // every thread's chunks have landed
+      convert_q_to_stage_type<C>(sm, scales.kpe_over_ckv, role);
+    }
     fence_proxy_async_shared();
     named_barrier_sync(kScoresOnly, C::kGroupThreads);
   }
-  scores_loop<C>(p, sm, t, sequence, st, role);
+  scores_loop<C>(sm, t, sequence, scale_log2, st, role);
   const ItemCursor next = next_item<C>(p, item.w, last, role);
   q_loaded = next.w < last && next.t.num_tiles > 0;
   if (q_loaded) load_q<C>(p, sm, next.t, role);
@@ -919,7 +991,7 @@ __device__ __forceinline__ ItemCursor scores_item(const MlaParams& p, const Hopp
     const float l = quad_sum(st.l[j]);
     if (role.lane % 4 == 0) sm.row_sum[row] = l;
     const float lse = st.m[j] == neg_inf() || l <= 0.f ? neg_inf()
-                                                       : st.m[j] * p.sm_scale_log2 + fast_log2(l);
+                                                       : st.m[j] * scale_log2 + fast_log2(l);
     if (role.lane % 4 == 0 && row < t.rows) {
       if (partial) {
         p.partial_lse[partial_row0 + row] = lse;
