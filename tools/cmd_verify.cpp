@@ -257,11 +257,12 @@ Command add_verify_command(CLI::App& parent) {
   auto args = std::make_shared<VerifyArgs>();
   CLI::App* app = parent.add_subcommand(
       "verify",
-      "Check the kernel on the local GPU against the float64 CPU reference over 18 shapes "
+      "Check the kernel on the local GPU against the float64 CPU reference over 20 shapes "
       "(H 16/128, page 1/64, causal q_len 2, bf16/f16, 512/64 and 256/32, tiers 1-3, "
-      "two-launch, an FP8 e4m3 KV cache with float or device scales, checked against the "
-      "dequantized values). Tolerance: relative L2 error 1e-2 (bf16 output), 3e-3 (f16). Exits "
-      "1 on any failure, or without a GPU.");
+      "two-launch, an FP8 e4m3 KV cache with float or device scales, and DeepSeek-V3.2's "
+      "656-byte rows with per-token scales, checked against the dequantized values). "
+      "Tolerance: relative L2 error 1e-2 (bf16 output), 3e-3 (f16). Exits 1 on any failure, "
+      "or without a GPU.");
   app->add_flag("--json", args->json, "print the results as JSON on stdout");
   app->add_flag("--quick", args->quick, "a subset of six cases (one with an e4m3 KV cache)");
   app->add_option("--device", args->device, "CUDA device ordinal")->check(CLI::NonNegativeNumber);
