@@ -199,11 +199,6 @@ void add_family_cases(std::vector<BadInput>& cases) {
                 s.head_dim_ckv = 256;
                 s.head_dim_kpe = 32;
               });
-  family_case("kernel = \"hopper\", kv_scales = token128", "per tensor only", unsupported,
-              [](auto& s, auto& o) {
-                s = v32_shape();
-                o.kernel = "hopper";
-              });
 }
 
 void add_options_cases(std::vector<BadInput>& cases) {

@@ -316,11 +316,11 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   const auto specs = fleet_matrix(FleetMatrixOptions{});
   // portable: every profiled arch x (2 dtypes x 2 head dims x causal + bf16 queries over an
   // e4m3 cache at 512/64, with per-tensor and per-token scales, x causal); hopper: sm_90a x
-  // (2 dtypes + bf16 over e4m3 with per-tensor scales) x causal (512/64 only).
+  // (2 dtypes + bf16 over e4m3 with per-tensor and per-token scales) x causal (512/64 only).
   // And merge_states (merge_states.h), once per profiled arch.
   const size_t archs = mlajit::jit::device_profiles().size();
   const size_t portable_rows = archs * (2 * 2 * 2 + 2 * 2);
-  CHECK(specs.size() == portable_rows + 6 + archs);
+  CHECK(specs.size() == portable_rows + 8 + archs);
   std::set<std::string> texts;
   size_t hopper_rows = 0, merge_rows = 0;
   for (const auto& spec : specs) {
@@ -342,12 +342,11 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
     if (spec.kv_dtype == DType::kFloat8E4M3) {
       CHECK(spec.q_dtype == DType::kBFloat16);
       CHECK(spec.head_dim_ckv == 512);
-      if (spec.kv_scales == KvScales::kPerToken128) CHECK(spec.family == "portable");
     } else {
       CHECK(spec.q_dtype == spec.kv_dtype);
     }
   }
-  CHECK(hopper_rows == 6);
+  CHECK(hopper_rows == 8);
   CHECK(merge_rows == archs);
   CHECK(texts.size() == specs.size());  // no duplicates
   FleetMatrixOptions portable_only;
@@ -355,7 +354,7 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   CHECK(fleet_matrix(portable_only).size() == portable_rows);
   FleetMatrixOptions hopper_only;
   hopper_only.kernel = "hopper";
-  CHECK(fleet_matrix(hopper_only).size() == 6);
+  CHECK(fleet_matrix(hopper_only).size() == 8);
 }
 
 TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects unknown ones") {
@@ -386,9 +385,8 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.kv_dtypes = {DType::kFloat8E4M3};
   options.head_dims = {};
   const auto fp8 = fleet_matrix(options);
-  // portable: bf16 queries, 512/64, causal 0/1, per-tensor and per-token scales; hopper:
-  // per-tensor scales, causal 0/1.
-  REQUIRE(fp8.size() == 6);
+  // portable and hopper: bf16 queries, 512/64, causal 0/1, per-tensor and per-token scales.
+  REQUIRE(fp8.size() == 8);
   size_t token_scaled = 0;
   for (const auto& spec : fp8) {
     const bool per_token = spec.kv_scales == KvScales::kPerToken128;
@@ -396,8 +394,8 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
     CHECK(spec.text().find(spec.family + (per_token ? ";q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;"
                                                     : ";q=bf16;kv=e4m3;o=bf16;ckv=512;")) == 0);
   }
-  CHECK(token_scaled == 2);
-  CHECK(fp8[0].family != fp8[5].family);
+  CHECK(token_scaled == 4);
+  CHECK(fp8[0].family != fp8[7].family);
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
   CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
@@ -973,8 +971,8 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  // portable: 10 archs x 12 shapes; hopper: sm_90a x 6 shapes; merge_states: one per arch
-  CHECK(specs == 136);
+  // portable: 10 archs x 12 shapes; hopper: sm_90a x 8 shapes; merge_states: one per arch
+  CHECK(specs == 138);
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -985,7 +983,7 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   CHECK(report["entries"].items[0]["family"].text == "portable");
   size_t hopper = 0;
   for (const JsonValue& entry : report["entries"].items) hopper += entry["family"].text == "hopper";
-  CHECK(hopper == 6);
+  CHECK(hopper == 8);
   CHECK(entry_files(out.path()).size() == specs);
 }
 

@@ -112,8 +112,9 @@ TEST_CASE("hopper specs target sm_90a with its one tile, and its program launche
   // and 1 KiB to align the swizzled tiles.
   CHECK(program.geometry.dynamic_smem_bytes == 3 * 73728 + 2 * 256 + 256 + 96 + 1024);
   CHECK(program.geometry.cooperative);
-  // bf16 / f16 x causal or not, and bf16 over an e4m3 cache x causal or not
-  CHECK(hopper().fleet_shapes().size() == 6);
+  // bf16 / f16 x causal or not, and bf16 over an e4m3 cache (per-tensor or per-token scales) x
+  // causal or not
+  CHECK(hopper().fleet_shapes().size() == 8);
   MlaShape fp8;
   fp8.kv_dtype = DType::kFloat8E4M3;
   const KernelSpec codes = hopper().spec_for(fp8, profile_target("sm_90"), MlaOptions{});
@@ -126,6 +127,17 @@ TEST_CASE("hopper specs target sm_90a with its one tile, and its program launche
         "mlajit_kernel::e4m3_t, mlajit_kernel::bf16_t, 512, 64, false>>");
   // The stages hold the codes converted to f16: the same shared memory.
   CHECK(hopper().program(codes).geometry.dynamic_smem_bytes == program.geometry.dynamic_smem_bytes);
+  // DeepSeek-V3.2's cache: the producer dequantizes with each token's scales (Q's type stages).
+  fp8.kv_scales = mlajit::KvScales::kPerToken128;
+  const KernelSpec v32 = hopper().spec_for(fp8, profile_target("sm_90"), MlaOptions{});
+  CHECK(v32.text() ==
+        "hopper;q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+        "kv_tile=64;qk_shard=0;q_tile=64;arch=sm_90a");
+  hopper().check(v32);
+  CHECK(hopper().program(v32).name_expression ==
+        "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<mlajit_kernel::bf16_t, "
+        "mlajit_kernel::e4m3_token128_t, mlajit_kernel::bf16_t, 512, 64, false>>");
+  CHECK(hopper().program(v32).geometry.dynamic_smem_bytes == program.geometry.dynamic_smem_bytes);
 }
 
 TEST_CASE("hopper refuses spec texts its kernel cannot take, naming the field") {
@@ -134,10 +146,7 @@ TEST_CASE("hopper refuses spec texts its kernel cannot take, naming the field") 
   plain.arch = "sm_90";
   CHECK(contains(check_refusal(plain, ErrorCode::kUnsupported), "arch must be sm_90a"));
   KernelSpec token_scaled = good;
-  token_scaled.kv_dtype = DType::kFloat8E4M3;
-  token_scaled.kv_scales = mlajit::KvScales::kPerToken128;
-  CHECK(contains(check_refusal(token_scaled, ErrorCode::kUnsupported), "per tensor only"));
-  token_scaled.kv_dtype = DType::kBFloat16;  // per-token scales over a 16-bit cache: no family
+  token_scaled.kv_scales = mlajit::KvScales::kPerToken128;  // over a 16-bit cache: no family
   CHECK(contains(check_refusal(token_scaled, ErrorCode::kUnsupported), "apply to an e4m3 cache"));
   KernelSpec tiled = good;
   tiled.tile.num_stages = 3;

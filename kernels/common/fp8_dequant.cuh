@@ -20,6 +20,16 @@ struct e4m3_token128_t {
 // ckv values that share one scale in an e4m3_token128_t cache (the host's kCkvScaleBlock).
 constexpr int kCkvScaleBlock = 128;
 
+// Whether a cache type carries per-token scales (e4m3_token128_t).
+template <typename KV>
+struct HasTokenScales {
+  static constexpr bool value = false;
+};
+template <>
+struct HasTokenScales<e4m3_token128_t> {
+  static constexpr bool value = true;
+};
+
 // Two e4m3 codes (low byte first) as an f16 pair: their values divided by `kF16PairFactor`.
 #if __CUDA_ARCH__ >= 890
 // Ada and later convert pairs in one instruction, exactly.

@@ -60,6 +60,12 @@ struct StageTypeOf<Q, e4m3_t> {
 #endif
   using type = f16_t;
 };
+// DeepSeek-V3.2's cache: each token's codes times their own scales, which cannot leave the
+// stages, so the producer dequantizes them to Q's type; kpe arrives in Q's type.
+template <typename Q>
+struct StageTypeOf<Q, e4m3_token128_t> {
+  using type = Q;
+};
 
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
           bool CAUSAL>
@@ -72,6 +78,7 @@ struct HopperConfig {
   static constexpr bool kCausal = CAUSAL;
   using StageType = typename StageTypeOf<QType_, KVType_>::type;
   static constexpr bool kKvCodes = sizeof(KVType_) == 1;
+  static constexpr bool kTokenScales = HasTokenScales<KVType_>::value;
 
   static constexpr int kGroupThreads = 128;
   static constexpr int kOutputThreads = 2 * kGroupThreads;  // the two output warpgroups
@@ -212,7 +219,7 @@ template <typename C>
 struct CacheScales {
   float ckv, kpe_over_ckv;
   __device__ __forceinline__ static CacheScales of(const MlaParams& p) {
-    if (!C::kKvCodes) return CacheScales{1.f, 1.f};
+    if (!C::kKvCodes || C::kTokenScales) return CacheScales{1.f, 1.f};
     const float ckv = dequant_factor(p.kv_scale_ckv_device, p.kv_scale_ckv);
     return CacheScales{ckv, dequant_factor(p.kv_scale_kpe_device, p.kv_scale_kpe) / ckv};
   }
@@ -576,6 +583,140 @@ __device__ __forceinline__ void producer_loop_codes(const MlaParams& p, const Ho
   }
 }
 
+// DeepSeek-V3.2's cache (e4m3_token128_t), one row of a thread's tile in registers: the ckv
+// codes of regions 0 .. kKpeRegion - 1 (16 a region) and the row's four ckv scales. (Its kpe,
+// already in the stage type, goes by cp.async: copy_token_kpe.)
+template <typename C>
+struct TokenRowCodes {
+  uint32_t codes[C::kKpeRegion][4];
+  float scales[C::kHeadDimCkv / kCkvScaleBlock];
+};
+
+// Where row `half` of this thread lies in tile `tile`: its page (0 where the row does not
+// exist) and slot.
+template <typename C>
+struct TokenRowPlace {
+  int64_t page, slot;
+  bool valid;
+  __device__ __forceinline__ static TokenRowPlace of(const MlaParams& p, const HopperTile& t,
+                                                     const CodePages<C>& pages,
+                                                     const HopperRole& role, int tile, int half) {
+    TokenRowPlace r;
+    r.valid = pages.page[half] >= 0;
+    r.page = r.valid ? pages.page[half] : 0;
+    r.slot = (t.kv_start + tile * C::kTile + CodeRows<C>::row(role, half)) % p.page_size;
+    return r;
+  }
+};
+
+// Loads a row's codes and scales (zeros where the row does not exist).
+template <typename C>
+__device__ __forceinline__ void load_token_row(TokenRowCodes<C>& r, const MlaParams& p,
+                                               const TokenRowPlace<C>& at, const HopperRole& role,
+                                               uint64_t policy) {
+  static_assert(C::kHeadDimCkv / kCkvScaleBlock == 4, "one 16-byte load of a row's scales");
+  const unsigned char* ckv = static_cast<const unsigned char*>(p.ckv) +
+                             at.page * p.ckv_stride_page + at.slot * p.ckv_stride_token +
+                             16 * (role.lane % 4);
+#pragma unroll
+  for (int region = 0; region < C::kKpeRegion; ++region) {
+    load_codes_16(r.codes[region], ckv + region * 64, at.valid, policy);
+  }
+  uint32_t scales[4];
+  load_codes_16(scales,
+                p.ckv_scales + at.page * p.ckv_scales_stride_page + at.slot * p.ckv_scales_stride_token,
+                at.valid, policy);
+#pragma unroll
+  for (int b = 0; b < 4; ++b) r.scales[b] = __uint_as_float(scales[b]);
+}
+
+// The row's 16 kpe values of this thread (32 bytes, pieces 2 (lane % 4) and the next of the
+// kpe region, as store_code_chunk places a chunk) by cp.async into the stage.
+template <typename C>
+__device__ __forceinline__ void copy_token_kpe(const MlaParams& p, const TokenRowPlace<C>& at,
+                                               const HopperSmem<C>& sm, const HopperRole& role,
+                                               int stage, int half) {
+  const auto* kpe = static_cast<const typename C::QType*>(p.kpe) + at.page * p.kpe_stride_page +
+                    at.slot * p.kpe_stride_token + 16 * (role.lane % 4);
+  const int row = CodeRows<C>::row(role, half);
+  const int piece = 2 * (role.lane % 4);
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    cp_async_16(sm.kv(stage) + C::Tile::chunk_offset(C::kKpeRegion, row, piece + k), kpe + 8 * k,
+                at.valid);
+  }
+}
+
+// A row's chunk of `region`, dequantized with the row's scale for the 128 values it lies in,
+// into the stage (as store_code_chunk places it).
+template <typename C>
+__device__ __forceinline__ void store_token_chunk(const TokenRowCodes<C>& r,
+                                                  const HopperSmem<C>& sm, const HopperRole& role,
+                                                  int stage, int half, int region) {
+  uint32_t v[8];
+  dequantize_chunk<typename C::StageType>(
+      r.codes[region], r.scales[region * 64 / kCkvScaleBlock] * kF16PairFactor, v);
+  const int row = CodeRows<C>::row(role, half);
+  const int piece = 2 * (role.lane % 4);
+  const uint32_t dst = sm.kv(stage);
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(
+                   dst + C::Tile::chunk_offset(region, row, piece)),
+               "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+               : "memory");
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(
+                   dst + C::Tile::chunk_offset(region, row, piece + 1)),
+               "r"(v[4]), "r"(v[5]), "r"(v[6]), "r"(v[7])
+               : "memory");
+}
+
+// The producer warpgroup's loop over a work item's tiles of DeepSeek-V3.2's cache: as
+// producer_loop_codes (a whole tile of codes, and the rows' scales, held a tile ahead), with
+// each chunk dequantized by its token's scale into Q's type, and kpe copied by cp.async once
+// the stage is free (landed before the stage's arrival).
+template <typename C>
+__device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
+                                                          const HopperSmem<C>& sm,
+                                                          const HopperTile& t, uint32_t sequence,
+                                                          const HopperRole& role) {
+  const uint64_t policy = l2_evict_first_policy();
+  TokenRowCodes<C> rows[CodeRows<C>::kHalves];
+  CodePages<C> now = CodePages<C>::fetch(p, t, role, 0);
+#pragma unroll
+  for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
+    load_token_row<C>(rows[half], p, TokenRowPlace<C>::of(p, t, now, role, 0, half), role, policy);
+  }
+  CodePages<C> next = CodePages<C>::fetch(p, t, role, 1);
+#pragma unroll 1
+  for (int tile = 0; tile < t.num_tiles; ++tile) {
+    const StageSlot slot = StageSlot::of(sequence + tile);
+    if (sequence + tile >= C::kStages) {
+      mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
+    }
+#pragma unroll
+    for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
+      copy_token_kpe<C>(p, TokenRowPlace<C>::of(p, t, now, role, tile, half), sm, role,
+                        slot.stage, half);
+    }
+    cp_async_commit();
+#pragma unroll
+    for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
+#pragma unroll
+      for (int region = 0; region < C::kKpeRegion; ++region) {
+        store_token_chunk<C>(rows[half], sm, role, slot.stage, half, region);
+      }
+      // The next tile's row (zeros past the item's tiles: never stored).
+      load_token_row<C>(rows[half], p, TokenRowPlace<C>::of(p, t, next, role, tile + 1, half),
+                        role, policy);
+    }
+    now = next;
+    next = CodePages<C>::fetch(p, t, role, tile + 2);
+    cp_async_wait<0>();
+    // The stores and copies are the generic proxy's; wgmma reads through the async proxy.
+    fence_proxy_async_shared();
+    mbarrier_arrive(sm.full(slot.stage));
+  }
+}
+
 // The producer warpgroup's loop over the tiles of a work item of a 16-bit cache: each stage is
 // refilled once both output warpgroups are done with the tile before it in the CTA's sequence
 // (read it, or for an item's last tile also written O through it), whichever item that tile
@@ -611,7 +752,9 @@ template <typename C>
 __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperTile& t,
                                               uint32_t sequence, const HopperRole& role) {
-  if constexpr (C::kKvCodes) {
+  if constexpr (C::kTokenScales) {
+    producer_loop_token_codes<C>(p, sm, t, sequence, role);
+  } else if constexpr (C::kKvCodes) {
     producer_loop_codes<C>(p, sm, t, sequence, role);
   } else {
     producer_loop_copies<C>(p, tma, sm, t, sequence, role);
@@ -970,7 +1113,7 @@ __device__ __forceinline__ ItemCursor scores_item(const MlaParams& p, const Hopp
   if (t.num_tiles > 0) {
     if (!q_loaded) load_q<C>(p, sm, t, role);
     cp_async_wait<0>();
-    if (C::kKvCodes) {
+    if (C::kKvCodes && !C::kTokenScales) {
       named_barrier_sync(kScoresOnly, C::kGroupThreads);  // every thread's chunks have landed
       convert_q_to_stage_type<C>(sm, scales.kpe_over_ckv, role);
     }

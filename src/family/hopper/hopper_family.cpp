@@ -67,11 +67,6 @@ class HopperFamily final : public KernelFamily {
                          "kpe={} (the portable family computes them)",
                          shape.head_dim_ckv, shape.head_dim_kpe);
     }
-    if (shape.kv_scales != KvScales::kPerTensor) {
-      return fmt::format("the hopper family scales an e4m3 cache per tensor only, got kv_scales={} "
-                         "(the portable family computes per-token scales)",
-                         kv_scales_name(shape.kv_scales));
-    }
     return dtype_reason(shape.dtype, shape.effective_kv_dtype(), shape.dtype);
   }
 
@@ -121,7 +116,7 @@ class HopperFamily final : public KernelFamily {
     program.entry_file = "hopper/mla_hopper.cuh";
     program.name_expression = fmt::format(
         "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<{}, {}, {}, {}, {}, {}>>",
-        kernel_type_name(spec.q_dtype), kernel_type_name(spec.kv_dtype),
+        kernel_type_name(spec.q_dtype), kv_kernel_type_name(spec),
         kernel_type_name(spec.o_dtype),
         spec.head_dim_ckv, spec.head_dim_kpe, spec.causal);
     program.geometry.threads_per_block = kThreadsPerBlock;
@@ -196,11 +191,6 @@ class HopperFamily final : public KernelFamily {
     if (!(HeadDims{spec.head_dim_ckv, spec.head_dim_kpe} == kHeadDims)) {
       throw Error(ErrorCode::kUnsupported,
                   fmt::format("the hopper family computes ckv=512 kpe=64 only (in \"{}\")",
-                              spec.text()));
-    }
-    if (spec.kv_scales != KvScales::kPerTensor) {
-      throw Error(ErrorCode::kUnsupported,
-                  fmt::format("the hopper family scales an e4m3 cache per tensor only (in \"{}\")",
                               spec.text()));
     }
     if (spec.tile != kTile) {
