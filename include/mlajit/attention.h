@@ -33,9 +33,9 @@ struct MlaShape {
   int page_size = 64;         // KV tokens per page, >= 1
   DType dtype = DType::kBFloat16;  // of the queries and the output: bf16 or f16
   std::optional<DType> kv_dtype;   // of the KV cache; unset: the same as dtype. e4m3 (FP8, with
-                                   // per-tensor scales in MlaRunArgs): the portable family
+                                   // scales in MlaRunArgs): both families
   // How an e4m3 cache is scaled (kernel_spec.h): per tensor, or DeepSeek-V3.2's fp32 scale per
-  // 128 ckv values of each token with kpe in `dtype` (kPerToken128; portable family, ckv 512).
+  // 128 ckv values of each token with kpe in `dtype` (kPerToken128; ckv 512).
   KvScales kv_scales = KvScales::kPerTensor;
   bool causal = false;        // bottom-right aligned: query i of a request sees t <= kv_len - q_len + i
 
