@@ -484,6 +484,23 @@ __device__ __forceinline__ void load_codes_16(uint32_t (&w)[4], const void* src,
       : "l"(src), "r"(static_cast<int>(valid)), "l"(policy));
 }
 
+// Where this thread's row of half `half` lies in tile `tile`: its page (0 where the row does
+// not exist, past kv_stop or the item's tiles) and slot.
+template <typename C>
+struct RowPlace {
+  int64_t page, slot;
+  bool valid;
+  __device__ __forceinline__ static RowPlace of(const MlaParams& p, const HopperTile& t,
+                                                const CodePages<C>& pages, const HopperRole& role,
+                                                int tile, int half) {
+    RowPlace r;
+    r.valid = pages.page[half] >= 0;
+    r.page = r.valid ? pages.page[half] : 0;
+    r.slot = (t.kv_start + tile * C::kTile + CodeRows<C>::row(role, half)) % p.page_size;
+    return r;
+  }
+};
+
 // Where this thread's 16 codes of region 0 of each of its rows of a tile lie, and whether the
 // rows exist.
 template <typename C>
@@ -499,14 +516,12 @@ struct CodeSources {
     const int piece = 16 * (role.lane % 4);
 #pragma unroll
     for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
-      c.valid[half] = pages.page[half] >= 0;
-      const int64_t page = c.valid[half] ? pages.page[half] : 0;
-      const int64_t slot =
-          (t.kv_start + tile * C::kTile + CodeRows<C>::row(role, half)) % p.page_size;
-      c.ckv[half] = static_cast<const unsigned char*>(p.ckv) + page * p.ckv_stride_page +
-                    slot * p.ckv_stride_token + piece;
-      c.kpe[half] = static_cast<const unsigned char*>(p.kpe) + page * p.kpe_stride_page +
-                    slot * p.kpe_stride_token + piece;
+      const RowPlace<C> at = RowPlace<C>::of(p, t, pages, role, tile, half);
+      c.valid[half] = at.valid;
+      c.ckv[half] = static_cast<const unsigned char*>(p.ckv) + at.page * p.ckv_stride_page +
+                    at.slot * p.ckv_stride_token + piece;
+      c.kpe[half] = static_cast<const unsigned char*>(p.kpe) + at.page * p.kpe_stride_page +
+                    at.slot * p.kpe_stride_token + piece;
     }
     return c;
   }
@@ -520,13 +535,12 @@ __device__ __forceinline__ void load_code_chunk(uint32_t (&w)[4], const CodeSour
   load_codes_16(w, from, src.valid[half], policy);
 }
 
-// Chunk `region` of half `half`, converted, into the stage.
+// Eight words (16 values of the stage type) of `region` of this thread's row in half `half`
+// into the stage: pieces 2 (lane % 4) and the next of the region's row.
 template <typename C>
-__device__ __forceinline__ void store_code_chunk(const uint32_t (&w)[4], const HopperSmem<C>& sm,
-                                                 const HopperRole& role, int stage, int half,
-                                                 int region) {
-  uint32_t v[8];
-  convert_chunk_f16(w, v);
+__device__ __forceinline__ void store_row_chunk(const uint32_t (&v)[8], const HopperSmem<C>& sm,
+                                                const HopperRole& role, int stage, int half,
+                                                int region) {
   const int row = CodeRows<C>::row(role, half);
   const int piece = 2 * (role.lane % 4);
   const uint32_t dst = sm.kv(stage);
@@ -538,6 +552,16 @@ __device__ __forceinline__ void store_code_chunk(const uint32_t (&w)[4], const H
                    dst + C::Tile::chunk_offset(region, row, piece + 1)),
                "r"(v[4]), "r"(v[5]), "r"(v[6]), "r"(v[7])
                : "memory");
+}
+
+// Chunk `region` of half `half`, converted, into the stage.
+template <typename C>
+__device__ __forceinline__ void store_code_chunk(const uint32_t (&w)[4], const HopperSmem<C>& sm,
+                                                 const HopperRole& role, int stage, int half,
+                                                 int region) {
+  uint32_t v[8];
+  convert_chunk_f16(w, v);
+  store_row_chunk<C>(v, sm, role, stage, half, region);
 }
 
 // The producer warpgroup's loop over a work item's tiles of e4m3 codes (every thread). Each
@@ -592,27 +616,10 @@ struct TokenRowCodes {
   float scales[C::kHeadDimCkv / kCkvScaleBlock];
 };
 
-// Where row `half` of this thread lies in tile `tile`: its page (0 where the row does not
-// exist) and slot.
-template <typename C>
-struct TokenRowPlace {
-  int64_t page, slot;
-  bool valid;
-  __device__ __forceinline__ static TokenRowPlace of(const MlaParams& p, const HopperTile& t,
-                                                     const CodePages<C>& pages,
-                                                     const HopperRole& role, int tile, int half) {
-    TokenRowPlace r;
-    r.valid = pages.page[half] >= 0;
-    r.page = r.valid ? pages.page[half] : 0;
-    r.slot = (t.kv_start + tile * C::kTile + CodeRows<C>::row(role, half)) % p.page_size;
-    return r;
-  }
-};
-
 // Loads a row's codes and scales (zeros where the row does not exist).
 template <typename C>
 __device__ __forceinline__ void load_token_row(TokenRowCodes<C>& r, const MlaParams& p,
-                                               const TokenRowPlace<C>& at, const HopperRole& role,
+                                               const RowPlace<C>& at, const HopperRole& role,
                                                uint64_t policy) {
   static_assert(C::kHeadDimCkv / kCkvScaleBlock == 4, "one 16-byte load of a row's scales");
   const unsigned char* ckv = static_cast<const unsigned char*>(p.ckv) +
@@ -631,9 +638,9 @@ __device__ __forceinline__ void load_token_row(TokenRowCodes<C>& r, const MlaPar
 }
 
 // The row's 16 kpe values of this thread (32 bytes, pieces 2 (lane % 4) and the next of the
-// kpe region, as store_code_chunk places a chunk) by cp.async into the stage.
+// kpe region, as store_row_chunk places a chunk) by cp.async into the stage.
 template <typename C>
-__device__ __forceinline__ void copy_token_kpe(const MlaParams& p, const TokenRowPlace<C>& at,
+__device__ __forceinline__ void copy_token_kpe(const MlaParams& p, const RowPlace<C>& at,
                                                const HopperSmem<C>& sm, const HopperRole& role,
                                                int stage, int half) {
   const auto* kpe = static_cast<const typename C::QType*>(p.kpe) + at.page * p.kpe_stride_page +
@@ -648,7 +655,7 @@ __device__ __forceinline__ void copy_token_kpe(const MlaParams& p, const TokenRo
 }
 
 // A row's chunk of `region`, dequantized with the row's scale for the 128 values it lies in,
-// into the stage (as store_code_chunk places it).
+// into the stage (store_row_chunk).
 template <typename C>
 __device__ __forceinline__ void store_token_chunk(const TokenRowCodes<C>& r,
                                                   const HopperSmem<C>& sm, const HopperRole& role,
@@ -656,17 +663,7 @@ __device__ __forceinline__ void store_token_chunk(const TokenRowCodes<C>& r,
   uint32_t v[8];
   dequantize_chunk<typename C::StageType>(
       r.codes[region], r.scales[region * 64 / kCkvScaleBlock] * kF16PairFactor, v);
-  const int row = CodeRows<C>::row(role, half);
-  const int piece = 2 * (role.lane % 4);
-  const uint32_t dst = sm.kv(stage);
-  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(
-                   dst + C::Tile::chunk_offset(region, row, piece)),
-               "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
-               : "memory");
-  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(
-                   dst + C::Tile::chunk_offset(region, row, piece + 1)),
-               "r"(v[4]), "r"(v[5]), "r"(v[6]), "r"(v[7])
-               : "memory");
+  store_row_chunk<C>(v, sm, role, stage, half, region);
 }
 
 // The producer warpgroup's loop over a work item's tiles of DeepSeek-V3.2's cache: as
@@ -683,7 +680,7 @@ __device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
   CodePages<C> now = CodePages<C>::fetch(p, t, role, 0);
 #pragma unroll
   for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
-    load_token_row<C>(rows[half], p, TokenRowPlace<C>::of(p, t, now, role, 0, half), role, policy);
+    load_token_row<C>(rows[half], p, RowPlace<C>::of(p, t, now, role, 0, half), role, policy);
   }
   CodePages<C> next = CodePages<C>::fetch(p, t, role, 1);
 #pragma unroll 1
@@ -694,7 +691,7 @@ __device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
     }
 #pragma unroll
     for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
-      copy_token_kpe<C>(p, TokenRowPlace<C>::of(p, t, now, role, tile, half), sm, role,
+      copy_token_kpe<C>(p, RowPlace<C>::of(p, t, now, role, tile, half), sm, role,
                         slot.stage, half);
     }
     cp_async_commit();
@@ -705,7 +702,7 @@ __device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
         store_token_chunk<C>(rows[half], sm, role, slot.stage, half, region);
       }
       // The next tile's row (zeros past the item's tiles: never stored).
-      load_token_row<C>(rows[half], p, TokenRowPlace<C>::of(p, t, next, role, tile + 1, half),
+      load_token_row<C>(rows[half], p, RowPlace<C>::of(p, t, next, role, tile + 1, half),
                         role, policy);
     }
     now = next;
