@@ -6,7 +6,6 @@
 #include <cstring>
 #include <string>
 
-#include "family/family_registry.h"
 #include "family/hopper/hopper_family.h"
 #include "jit/codegen.h"
 #include "jit/nvrtc_compiler.h"
@@ -58,13 +57,6 @@ int32_t split_copies(const mlajit::family::KernelRunParams& params) {
   std::memcpy(&split, params.bytes.data() + offsetof(mlajit_kernel::HopperTma, split_copies),
               sizeof(split));
   return split;
-}
-
-int32_t pair_multicast(const mlajit::family::KernelRunParams& params) {
-  int32_t pair = -1;
-  std::memcpy(&pair, params.bytes.data() + offsetof(mlajit_kernel::HopperTma, pair_multicast),
-              sizeof(pair));
-  return pair;
 }
 
 int32_t tma_enabled(const mlajit::family::KernelRunParams& params) {
@@ -228,30 +220,6 @@ TEST_CASE("hopper splits its KV copies between TMA and cp.async at 16 heads or f
   shape.num_heads = 16;
   shape.page_size = 16;  // no TMA: the gather copies everything, nothing to split
   CHECK(split_copies(hopper().run_params(shape, spec, concatenated_cache(16))) == 0);
-}
-
-TEST_CASE("hopper pairs the two CTAs of a 128-head query tile in a cluster sharing TMA copies") {
-  const KernelSpec spec = hopper().spec_for(MlaShape{}, profile_target("sm_90"), MlaOptions{});
-  MlaShape shape;
-  shape.page_size = 64;
-  for (int heads : {16, 32, 64, 96, 127, 128}) {
-    shape.num_heads = heads;
-    INFO("heads " << heads);
-    const int expected = heads == 128 ? 2 : 1;
-    CHECK(hopper().tile_sharing_cluster(shape) == expected);
-    CHECK(pair_multicast(hopper().run_params(shape, spec, concatenated_cache(64))) ==
-          (expected == 2 ? 1 : 0));
-  }
-  // No TMA copy to share: pages smaller than a tile, or an e4m3 cache's codes.
-  shape.num_heads = 128;
-  shape.page_size = 32;
-  CHECK(hopper().tile_sharing_cluster(shape) == 1);
-  CHECK(pair_multicast(hopper().run_params(shape, spec, concatenated_cache(32))) == 0);
-  shape.page_size = 64;
-  shape.kv_dtype = DType::kFloat8E4M3;
-  CHECK(hopper().tile_sharing_cluster(shape) == 1);
-  // The portable family shares nothing.
-  CHECK(mlajit::family::find_family("portable").tile_sharing_cluster(MlaShape{}) == 1);
 }
 
 TEST_CASE("the hopper kernel compiles with NVRTC for sm_90a in every fleet shape") {

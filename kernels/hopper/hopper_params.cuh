@@ -12,15 +12,11 @@ namespace mlajit_kernel {
 // `split_copies` (with `enabled`): the last regions of each tile come through the producer
 // threads' cp.async beside the TMA boxes of the others, for launches bound by memory (few
 // query rows per CTA), where it puts more bytes in flight.
-// `pair_multicast` (with `enabled`, without `split_copies`): when the launch pairs the two
-// CTAs of each 128-row query tile in a cluster of 2 (their work lists are one list, and with
-// 128 heads their KV tiles are the same), each copies half of every tile's boxes into both.
 struct HopperTma {
   TensorMapBytes ckv;  // box 64 columns x 64 tokens x 1 page, 128-byte swizzle
   TensorMapBytes kpe;
   int32_t enabled;
   int32_t split_copies;
-  int32_t pair_multicast;
 };
 
 }  // namespace mlajit_kernel

@@ -29,7 +29,6 @@
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
 #include "common/mla_params.cuh"
-#include "common/ptx_cluster.cuh"
 #include "common/ptx_cp_async.cuh"
 #include "common/ptx_dtype.cuh"
 #include "common/ptx_math.cuh"
@@ -214,32 +213,6 @@ __device__ __forceinline__ bool tma_copies(const HopperTma& tma) {
   return !C::kKvCodes && tma.enabled;
 }
 
-// The two CTAs of a cluster of 2 (x = 0 and 1 of one work list) run the same KV tiles for
-// the two 64-row halves of 128-row query tiles (the host asks for it only with 128 heads,
-// where both halves are one query token's heads, so their tiles and masks' extents agree).
-// Each copies half of a tile's regions into both CTAs' stages (TMA multicast): the L2 serves
-// each tile once per pair instead of twice. A stage is refilled only once both CTAs' output
-// warpgroups are done with it, so each output warp also arrives on the peer's empty barrier.
-struct TilePair {
-  bool shared;
-  uint32_t rank, peer;
-
-  template <typename C>
-  __device__ __forceinline__ static TilePair of(const HopperTma& tma) {
-    TilePair pair;
-    pair.shared = tma_copies<C>(tma) && tma.pair_multicast && !tma.split_copies &&
-                  cluster_nctarank() == 2;
-    pair.rank = pair.shared ? cluster_ctarank() : 0;
-    pair.peer = pair.rank ^ 1u;
-    return pair;
-  }
-  // The empty barrier's arrivals from the peer: one per output warp.
-  template <typename C>
-  __device__ __forceinline__ uint32_t peer_releases() const {
-    return shared ? C::kOutputThreads / 32 : 0;
-  }
-};
-
 // The scales of an e4m3 cache, applied outside the stages (StageTypeOf): `ckv` multiplies the
 // scores (q_pe carries the ratio) and O; all ones over a 16-bit cache.
 template <typename C>
@@ -361,28 +334,6 @@ __device__ __forceinline__ void load_kv_tma(const MlaParams& p, const HopperTma&
       tma_load_3d(dst + region * C::Tile::kRegionBytes, &tma.ckv, region * 64, slot, page,
                   barrier, policy);
     }
-  }
-}
-
-// Stage: load_kv (producer warpgroup), TMA shared by a cluster pair (TilePair): lane 0 copies
-// the regions of its parity into both CTAs' stages; each CTA's stage barrier expects the whole
-// tile, half of it from the peer's copies.
-template <typename C>
-__device__ __forceinline__ void load_kv_tma_pair(const MlaParams& p, const HopperTma& tma,
-                                                 const HopperSmem<C>& sm, const HopperTile& t,
-                                                 const TilePair& pair, int32_t page, int tile,
-                                                 int stage) {
-  const int32_t slot = (t.kv_start + tile * C::kTile) % p.page_size;
-  const uint32_t dst = sm.kv(stage), barrier = sm.full(stage);
-  const uint64_t policy = l2_evict_first_policy();
-  constexpr uint16_t kBoth = 0b11;
-  mbarrier_arrive_expect_tx(barrier, C::kRegions * C::Tile::kRegionBytes);
-#pragma unroll
-  for (int region = 0; region < C::kRegions; ++region) {
-    if ((region & 1) != static_cast<int>(pair.rank)) continue;
-    const bool kpe = region == C::kKpeRegion;
-    tma_load_3d_multicast(dst + region * C::Tile::kRegionBytes, kpe ? &tma.kpe : &tma.ckv,
-                          kpe ? 0 : region * 64, slot, page, barrier, kBoth, policy);
   }
 }
 
@@ -770,8 +721,7 @@ __device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
 template <typename C>
 __device__ __forceinline__ void producer_loop_copies(const MlaParams& p, const HopperTma& tma,
                                                      const HopperSmem<C>& sm, const HopperTile& t,
-                                                     const TilePair& pair, uint32_t sequence,
-                                                     const HopperRole& role) {
+                                                     uint32_t sequence, const HopperRole& role) {
   NextPages<C> pages = NextPages<C>::fetch(p, tma, t, role.index, 0);
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
@@ -785,9 +735,7 @@ __device__ __forceinline__ void producer_loop_copies(const MlaParams& p, const H
       }
       load_kv_split_rest<C>(p, sm, t, pages.page[0], role.index, tile, slot.stage);
     } else if (tma.enabled) {
-      if (role.index == 0 && pair.shared) {
-        load_kv_tma_pair<C>(p, tma, sm, t, pair, pages.page[0], tile, slot.stage);
-      } else if (role.index == 0) {
+      if (role.index == 0) {
         load_kv_tma<C, C::kRegions>(p, tma, sm, t, pages.page[0], tile, slot.stage);
       }
     } else {
@@ -800,14 +748,13 @@ __device__ __forceinline__ void producer_loop_copies(const MlaParams& p, const H
 template <typename C>
 __device__ __forceinline__ void producer_loop(const MlaParams& p, const HopperTma& tma,
                                               const HopperSmem<C>& sm, const HopperTile& t,
-                                              const TilePair& pair, uint32_t sequence,
-                                              const HopperRole& role) {
+                                              uint32_t sequence, const HopperRole& role) {
   if constexpr (C::kTokenScales) {
     producer_loop_token_codes<C>(p, sm, t, sequence, role);
   } else if constexpr (C::kKvCodes) {
     producer_loop_codes<C>(p, sm, t, sequence, role);
   } else {
-    producer_loop_copies<C>(p, tma, sm, t, pair, sequence, role);
+    producer_loop_copies<C>(p, tma, sm, t, sequence, role);
   }
 }
 
@@ -1018,26 +965,12 @@ __device__ __forceinline__ void scores_loop(const HopperSmem<C>& sm, const Hoppe
   }
 }
 
-// An output thread is done with a stage (its reads, and any writes through the generic proxy,
-// fenced for the async proxy where it wrote): it arrives on its CTA's empty barrier and, in a
-// cluster pair, once per warp on the peer's, whose copies also fill this CTA's stage.
-template <typename C>
-__device__ __forceinline__ void release_stage(const HopperSmem<C>& sm, int stage,
-                                              const TilePair& pair, const HopperRole& role) {
-  mbarrier_arrive(sm.empty(stage));
-  if (pair.shared) {
-    __syncwarp();
-    if (role.lane == 0) mbarrier_arrive_cluster(sm.empty(stage), pair.peer);
-  }
-}
-
 // An output warpgroup's loop: P V of each tile's half of the columns, then the stage's
 // release; the item's last stage is released by write_output, which stages O in it.
 template <typename C>
 __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSmem<C>& sm,
-                                            const HopperTile& t, const TilePair& pair,
-                                            uint32_t sequence, float (&o)[C::kOutCols / 2],
-                                            const HopperRole& role) {
+                                            const HopperTile& t, uint32_t sequence,
+                                            float (&o)[C::kOutCols / 2], const HopperRole& role) {
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
@@ -1053,7 +986,7 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
     issue_pv<C, 1>(o, sm, slot.stage, role);
     wgmma_wait<0>();
     fence_registers(o);
-    if (tile + 1 < t.num_tiles) release_stage<C>(sm, slot.stage, pair, role);
+    if (tile + 1 < t.num_tiles) mbarrier_arrive(sm.empty(slot.stage));
   }
 }
 
@@ -1118,8 +1051,8 @@ __device__ __forceinline__ void store_output_rows(const MlaParams& p, const Hopp
 template <typename C>
 __device__ __forceinline__ void write_output(const MlaParams& p, const float (&o)[C::kOutCols / 2],
                                              const float (&l)[2], const HopperTile& t,
-                                             const HopperSmem<C>& sm, const TilePair& pair,
-                                             int last_stage, const HopperRole& role) {
+                                             const HopperSmem<C>& sm, int last_stage,
+                                             const HopperRole& role) {
   const bool staged = last_stage >= 0;
   const uint32_t staging =
       sm.kv(staged ? last_stage : 0) + role.half() * C::kOutRegions * C::Tile::kRegionBytes;
@@ -1132,7 +1065,7 @@ __device__ __forceinline__ void write_output(const MlaParams& p, const float (&o
   if (staged) {
     // A TMA fill of the stage is the async proxy's: order this warpgroup's use of it first.
     fence_proxy_async_shared();
-    release_stage<C>(sm, last_stage, pair, role);
+    mbarrier_arrive(sm.empty(last_stage));
   }
 }
 
@@ -1217,34 +1150,33 @@ __device__ __forceinline__ ItemCursor scores_item(const MlaParams& p, const Hopp
 
 template <typename C>
 __device__ __forceinline__ void output_item(const MlaParams& p, const HopperTma& tma,
-                                            const HopperSmem<C>& sm, const TilePair& pair,
-                                            const MlaWorkItem& item, uint32_t& sequence,
-                                            uint32_t& items, const HopperRole& role) {
+                                            const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                            uint32_t& sequence, uint32_t& items,
+                                            const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;
   float o[C::kOutCols / 2];
 #pragma unroll
   for (int i = 0; i < C::kOutCols / 2; ++i) o[i] = 0.f;
-  output_loop<C>(tma, sm, t, pair, sequence, o, role);
+  output_loop<C>(tma, sm, t, sequence, o, role);
   const int last_stage = t.num_tiles > 0 ? StageSlot::of(sequence + t.num_tiles - 1).stage : -1;
   sequence += t.num_tiles;
   mbarrier_wait(sm.sums(), items & 1u);
   ++items;
   const float l[2] = {sm.row_sum[role.row(0)], sm.row_sum[role.row(1)]};
   mbarrier_arrive(sm.sums_read());
-  write_output<C>(p, o, l, t, sm, pair, last_stage, role);
+  write_output<C>(p, o, l, t, sm, last_stage, role);
 }
 
 // No role waits for another at an item's start: the producer goes on to the next item's tiles
 // as soon as their stages are free, the scores warpgroup as soon as they land.
 template <typename C>
 __device__ __forceinline__ void producer_item(const MlaParams& p, const HopperTma& tma,
-                                              const HopperSmem<C>& sm, const TilePair& pair,
-                                              const MlaWorkItem& item, uint32_t& sequence,
-                                              const HopperRole& role) {
+                                              const HopperSmem<C>& sm, const MlaWorkItem& item,
+                                              uint32_t& sequence, const HopperRole& role) {
   const HopperTile t = make_hopper_tile<C>(p, item, role);
   if (t.rows <= 0) return;
-  producer_loop<C>(p, tma, sm, t, pair, sequence, role);
+  producer_loop<C>(p, tma, sm, t, sequence, role);
   sequence += t.num_tiles;
 }
 
@@ -1253,8 +1185,7 @@ enum class HopperRoleKind { kScores, kOutput, kProducer };
 
 template <typename C, HopperRoleKind ROLE>
 __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTma& tma,
-                                              const HopperSmem<C>& sm, const TilePair& pair,
-                                              const HopperRole& role) {
+                                              const HopperSmem<C>& sm, const HopperRole& role) {
   uint32_t sequence = 0, items = 0;
   const int32_t first = p.work_indptr[blockIdx.y];
   const int32_t last = p.work_indptr[blockIdx.y + 1];
@@ -1267,9 +1198,9 @@ __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTm
 #pragma unroll 1
     for (int32_t w = first; w < last; ++w) {
       if constexpr (ROLE == HopperRoleKind::kOutput) {
-        output_item<C>(p, tma, sm, pair, p.work_items[w], sequence, items, role);
+        output_item<C>(p, tma, sm, p.work_items[w], sequence, items, role);
       } else {
-        producer_item<C>(p, tma, sm, pair, p.work_items[w], sequence, role);
+        producer_item<C>(p, tma, sm, p.work_items[w], sequence, role);
       }
     }
   }
@@ -1301,15 +1232,13 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   extern __shared__ __align__(128) unsigned char hopper_smem[];
   const HopperRole role = HopperRole::make();
   const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
-  const TilePair pair = TilePair::of<Config>(tma);
-  const bool clustered = cluster_nctarank() > 1;
   if (params.phase != 2 && threadIdx.x == 0) {
     for (int stage = 0; stage < Config::kStages; ++stage) {
       // Arrivals: the TMA thread's, and each producer thread's cp.async.
       mbarrier_init(sm.full(stage), !tma_copies<Config>(tma) ? Config::kProducerThreads
                                     : tma.split_copies ? 1 + Config::kProducerThreads
                                                        : 1);
-      mbarrier_init(sm.empty(stage), Config::kOutputThreads + pair.peer_releases<Config>());
+      mbarrier_init(sm.empty(stage), Config::kOutputThreads);
       mbarrier_init(sm.scaled(stage), Config::kGroupThreads);
       mbarrier_init(sm.ready(stage, 0), Config::kGroupThreads);
       mbarrier_init(sm.ready(stage, 1), Config::kGroupThreads);
@@ -1318,12 +1247,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     mbarrier_init(sm.sums_read(), Config::kOutputThreads);
     fence_barrier_init();
   }
-  // A peer's copies and arrivals land on this CTA's barriers: both CTAs' inits come first.
-  if (clustered) {
-    cluster_sync_all();
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
   // The tensor maps into the descriptor cache before the producer's first copy.
   if (params.phase != 2 && tma_copies<Config>(tma) && threadIdx.x == 3 * Config::kGroupThreads) {
     prefetch_tensor_map(&tma.ckv);
@@ -1333,27 +1257,24 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   if (role.group == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kScoresRegisters));
     block_barrier_across_roles();
-    if (attend) for_each_item<Config, HopperRoleKind::kScores>(params, tma, sm, pair, role);
+    if (attend) for_each_item<Config, HopperRoleKind::kScores>(params, tma, sm, role);
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   } else if (role.group == 1) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
     block_barrier_across_roles();
-    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, pair, role);
+    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   } else if (role.group == 2) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
     block_barrier_across_roles();
-    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, pair, role);
+    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   } else {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kProducerRegisters));
     block_barrier_across_roles();
-    if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, pair, role);
+    if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
   }
-  // No CTA leaves (or reuses its stages for the merge) while its peer may still arrive on its
-  // barriers.
-  if (clustered) cluster_sync_all();
   merge_phase<Config>(params, hopper_smem);
 }
 

@@ -29,8 +29,7 @@ struct BatchMlaAttention::Impl {
   driver::DeviceInfo device_info;
   MlaKernelChoice choice;  // the family and the spec it runs
   std::shared_ptr<const jit::LoadedKernel> kernel;
-  int max_ctas = 0;          // co-resident CTAs: occupancy x SMs, or in whole tile clusters
-  int tile_cluster = 1;      // the family's tile_sharing_cluster, where the device holds it
+  int max_ctas = 0;          // co-resident CTAs: occupancy x SMs
   bool two_launch = false;   // the non-cooperative fallback
   std::unique_ptr<MlaWorkspace> workspace;
   plan::Plan current_plan;
@@ -97,7 +96,6 @@ struct BatchMlaAttention::Impl {
                               geometry().dynamic_smem_bytes));
     }
     max_ctas = per_sm * device_info.sm_count;
-    choose_tile_cluster();
     // A kernel without a grid barrier merges in a second launch.
     two_launch = options.force_two_launch || !geometry().cooperative;
     if (!two_launch && !device_info.cooperative_launch) {
@@ -106,27 +104,6 @@ struct BatchMlaAttention::Impl {
                  "(attention, then merge)", device);
       two_launch = true;
     }
-  }
-
-  // Clusters must each fit in one GPC, so fewer CTAs may be co-resident in clusters than
-  // alone: the plans are made for what the clusters allow.
-  void choose_tile_cluster() {
-    const int size = choice.family->tile_sharing_cluster(shape);
-    if (size <= 1) return;
-    driver::LaunchConfig config;
-    config.grid_x = static_cast<unsigned>(size);
-    config.cluster_x = static_cast<unsigned>(size);
-    config.block_x = static_cast<unsigned>(geometry().threads_per_block);
-    config.dynamic_smem_bytes = static_cast<unsigned>(geometry().dynamic_smem_bytes);
-    const int clusters = kernel->function.max_active_clusters(config);
-    if (clusters < 1) {
-      logger("mlajit.attention")
-          ->warn("{}: device {} holds no cluster of {} CTAs; its CTAs copy KV tiles alone",
-                 spec().text(), device, size);
-      return;
-    }
-    tile_cluster = size;
-    max_ctas = std::min(max_ctas, clusters * size);
   }
 };
 
@@ -252,11 +229,10 @@ mlajit_kernel::MlaParams make_kernel_params(const MlaShape& shape, const MlaOpti
   return p;
 }
 
-// The program's geometry over the plan's grid, the CTAs of a query tile in one cluster when
-// they share tiles (`tile_cluster`, the plan's cluster_size). A program that declares cluster
-// dims of its own is refused rather than launched wrong: no family does.
+// The program's geometry over the plan's grid. Thread-block clusters need the driver's
+// cuLaunchKernelEx, which LaunchConfig does not reach yet: refused rather than launched wrong.
 driver::LaunchConfig launch_config(const jit::LaunchGeometry& geometry, const plan::Plan& plan,
-                                   int tile_cluster, CUstream stream) {
+                                   CUstream stream) {
   if (geometry.cluster != jit::ClusterDims{}) {
     throw Error(ErrorCode::kUnsupported,
                 fmt::format("the kernel asks for {}x{}x{} thread-block clusters, which this "
@@ -266,9 +242,6 @@ driver::LaunchConfig launch_config(const jit::LaunchGeometry& geometry, const pl
   driver::LaunchConfig config;
   config.grid_x = static_cast<unsigned>(plan.cluster_size);
   config.grid_y = static_cast<unsigned>(plan.grid_y);
-  if (tile_cluster > 1 && plan.cluster_size == tile_cluster) {
-    config.cluster_x = static_cast<unsigned>(tile_cluster);
-  }
   config.block_x = static_cast<unsigned>(geometry.threads_per_block);
   config.dynamic_smem_bytes = static_cast<unsigned>(geometry.dynamic_smem_bytes);
   config.stream = stream;
@@ -294,7 +267,7 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   // captured on an empty batch still runs after a re-plan.
   if (plan.work_items.empty() && s.options.cluster_size == 0) return;
 
-  driver::LaunchConfig config = launch_config(s.geometry(), plan, s.tile_cluster, cu_stream);
+  driver::LaunchConfig config = launch_config(s.geometry(), plan, cu_stream);
   void* kernel_args[] = {&params, s.extra_kernel_params(args)};
 
   // Without split tiles there is nothing to merge: one plain launch, no barrier. A pinned

@@ -83,8 +83,6 @@ int64_t KernelFamily::plan_item_overhead_tokens(const MlaShape&) const {
   return plan::kItemOverheadTokens;
 }
 
-int KernelFamily::tile_sharing_cluster(const MlaShape&) const { return 1; }
-
 KernelRunParams KernelFamily::run_params(const MlaShape&, const KernelSpec&,
                                          const MlaRunArgs&) const {
   return {};

@@ -82,11 +82,6 @@ class KernelFamily {
   // What one work item costs beyond its KV tokens, in KV tokens, for the planner
   // (plan::PlanInput::item_overhead_tokens): by default the planner's, plan::kItemOverheadTokens.
   virtual int64_t plan_item_overhead_tokens(const MlaShape& shape) const;
-  // How many CTAs of one query tile (the plan's cluster_size CTAs of one work list) should run
-  // as one thread-block cluster because they share each KV tile's copy: 1 (the default) for
-  // none. The attention layer launches in clusters of this size when the plan's cluster_size
-  // equals it and the device holds them, and counts co-resident CTAs in whole clusters.
-  virtual int tile_sharing_cluster(const MlaShape& shape) const;
 
   // Throws Error(kUnsupported / kInvalidArgument) naming the field when `spec` (e.g. a spec
   // text from the command line) is not one of this family's kernels. Any family refuses e4m3

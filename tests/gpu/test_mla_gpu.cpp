@@ -201,20 +201,6 @@ TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
       CHECK(result.passed(1e-2));
     }
   }
-  // 128 heads on pages of whole tiles: the hopper family's cluster pairs, whose two CTAs copy
-  // each tile into both (a pinned cluster_size of 2 keeps them paired and merging).
-  for (bool two_launch : {false, true}) {
-    auto pair = make_random_case(std::string("sanitize H128 cluster pair") +
-                                     (two_launch ? " two-launch" : " cooperative"),
-                                 shape_of(128, 64, true), 2, 2, 100, 300, ++seed);
-    pair.options.force_two_launch = two_launch;
-    pair.options.cluster_size = 2;
-    if (!testing::runs_on_family_under_test(pair)) continue;
-    const MlaCheckResult result = run_mla_check(pair);
-    std::printf("%-40s out %.2e lse %.2e\n", pair.name.c_str(), result.out_error,
-                result.lse_error);
-    CHECK(result.passed(1e-2));
-  }
   // Rows of more than 32 chunks: the merge shares them between row groups through shared
   // memory, across block barriers.
   auto shared = make_random_case("sanitize shared merge rows", shape_of(16, 64), 1, 1, 8000,

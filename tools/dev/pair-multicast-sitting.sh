@@ -8,10 +8,11 @@
 # old kernel copying alone), and ncu's memory view of both at H128 B64 L16384.
 # Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; git archive HEAD~N kernels | tar -x -C
 # carry/gpu/old (main's kernels before the pair); cp this file to carry/gpu/p.sh.
-# Device call, carry ["carry/gpu"]: bash carry/gpu/p.sh [bench]. Writes $OUT/p.txt, $OUT/p.tgz.
-cd "$(dirname "$0")"; g=$PWD; part=${1:-all}
-RES=${OUT:-$g/out}; L=$g/logs; mkdir -p "$RES" "$L" "$g/csv"; log=$RES/p.txt
-trap 'tar -C $g -czf $RES/p.tgz logs csv 2>/dev/null' EXIT
+# Device calls, carry ["carry/gpu"]: bash carry/gpu/p.sh 1 (verify, bench, suites), then 2
+# (sanitizers, ncu). Writes $OUT/p<part>.txt and .tgz.
+cd "$(dirname "$0")"; g=$PWD; part=${1:-1}
+RES=${OUT:-$g/out}; L=$g/logs; mkdir -p "$RES" "$L" "$g/csv"; log=$RES/p$part.txt
+trap 'tar -C $g -czf $RES/p$part.tgz logs csv 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/cache MLAJIT_CACHE_DIR=$g/uc
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a $log
 step() {  # name seconds command...: logs rc and the summary line
@@ -27,21 +28,20 @@ bench() {  # name [env...]
   step $name 150 env "$@" prefix/bin/mlajit bench --kernel hopper "${args[@]}" --csv $g/csv/$name.csv
   grep -E "^ *[0-9]+ +[0-9]+ " $L/$name.txt | sed "s/^/$name /" >> $log
 }
-if [[ $part != bench ]]; then
+if [[ $part == 1 ]]; then
+  step verify_hopper 90 prefix/bin/mlajit verify --kernel hopper
+  for round in 1 2; do
+    bench pair_r$round
+    bench alone_r$round MLAJIT_KERNEL_DIR=$g/old/kernels MLAJIT_CACHE_DIR=$g/uc-old
+  done
   MLAJIT_TEST_KERNEL=hopper step suite_hopper 150 ./mlajit_gpu_tests
   step suite_auto 150 ./mlajit_gpu_tests
   grep -E "FAILED" -A3 $L/suite_auto.txt $L/suite_hopper.txt | head -20 >> $log
-  step verify_hopper 90 prefix/bin/mlajit verify --kernel hopper
+else
   MLAJIT_TEST_KERNEL=hopper step race 150 compute-sanitizer --tool racecheck ./mlajit_gpu_tests "[.sanitize]"
   grep -E "cluster pair" $L/race.txt | head -4 >> $log
   MLAJIT_TEST_KERNEL=hopper step sync 120 compute-sanitizer --tool synccheck ./mlajit_gpu_tests "[.sanitize]"
   MLAJIT_TEST_KERNEL=hopper step memcheck 120 compute-sanitizer --tool memcheck ./mlajit_gpu_tests "[.sanitize]"
-fi
-for round in 1 2; do
-  bench pair_r$round
-  bench alone_r$round MLAJIT_KERNEL_DIR=$g/old/kernels MLAJIT_CACHE_DIR=$g/uc-old
-done
-if [[ $part != bench ]]; then
   for side in pair alone; do
     extra=(); [[ $side == alone ]] && extra=(MLAJIT_KERNEL_DIR=$g/old/kernels MLAJIT_CACHE_DIR=$g/uc-old)
     step ncu_$side 150 env "${extra[@]}" ncu --clock-control none -k regex:mla_hopper --launch-skip 3 \

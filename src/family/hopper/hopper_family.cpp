@@ -125,16 +125,6 @@ class HopperFamily final : public KernelFamily {
     return program;
   }
 
-  // With 128 heads the two 64-row CTAs of a query tile hold one query token's heads: the
-  // same KV tiles and the same causal extent, so a cluster pair shares each tile's TMA copy
-  // (HopperTma::pair_multicast). An e4m3 cache and pages smaller than a tile have no TMA copy.
-  int tile_sharing_cluster(const MlaShape& shape) const override {
-    const bool whole_tokens = shape.num_heads % (2 * kRows) == 0;
-    const bool tma = shape.effective_kv_dtype() != DType::kFloat8E4M3 &&
-                     shape.page_size % kTileTokens == 0;
-    return whole_tokens && tma ? 2 : 1;
-  }
-
   // The kernel's HopperTma: tensor maps of the cache as [page][token][column] when every
   // 64-token tile lies inside one page (the planner starts chunks on multiples of the tile),
   // else none: the kernel gathers the tiles with cp.async.
@@ -148,13 +138,10 @@ class HopperFamily final : public KernelFamily {
     const int32_t enabled =
         spec.kv_dtype != DType::kFloat8E4M3 && tma_fits(shape, spec, args, element) ? 1 : 0;
     const int32_t split_copies = enabled && shape.num_heads <= kMaxSplitCopyHeads ? 1 : 0;
-    const int32_t pair_multicast = enabled && !split_copies && tile_sharing_cluster(shape) == 2;
     std::memcpy(params.bytes.data() + offsetof(mlajit_kernel::HopperTma, enabled), &enabled,
                 sizeof(enabled));
     std::memcpy(params.bytes.data() + offsetof(mlajit_kernel::HopperTma, split_copies),
                 &split_copies, sizeof(split_copies));
-    std::memcpy(params.bytes.data() + offsetof(mlajit_kernel::HopperTma, pair_multicast),
-                &pair_multicast, sizeof(pair_multicast));
     if (!enabled) return params;
     // The page count is not known to run(): the map allows any page id (the ids were checked
     // by the caller, or by plan() with validate_kv_indices).
