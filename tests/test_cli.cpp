@@ -1045,7 +1045,7 @@ TEST_CASE("info lists the kernel families and what each profiled arch gets, with
   const CliRun text = run_cli("info", cache.path());
   CHECK(text.out.find("family  hopper: ") != std::string::npos);
   CHECK(text.out.find("family  portable: ") != std::string::npos);
-  CHECK(text.out.find("arch    sm_90   default shape gets hopper (223072 B smem)") !=
+  CHECK(text.out.find("arch    sm_90   default shape gets hopper (231288 B smem)") !=
         std::string::npos);
   CHECK(text.out.find("arch    sm_100  default shape gets portable tier 1") != std::string::npos);
 }

@@ -156,7 +156,7 @@ TEST_CASE("the public API lists the families and says which one a shape gets") {
   // narrow streams at 16; both tiles hold 16-bit KV, so the shared memory is the bf16 cache's.
   const mlajit::TileChoice fp8 = mlajit::tile_for_arch("sm_90a", fp8_kv_shape());
   CHECK(fp8.family == "hopper");
-  CHECK(fp8.shared_bytes == 223072);
+  CHECK(fp8.shared_bytes == 231288);
   CHECK(contains(fp8.spec_text, "kv=e4m3"));
   MlaShape fp8_heads = fp8_kv_shape();
   for (int heads : {32, 64}) {

@@ -5,24 +5,27 @@
 // A CTA owns 64 packed query rows (row = token * num_heads + head) by 576 dims: the wgmma M.
 // KV arrives in tiles of 64 tokens through a ring of two stages. Per tile:
 //  - the scores warpgroup (0) computes S = Q K^T over all 576 dims (Q is read from shared
-//    memory), the online softmax, and publishes P (in the tile's kpe region, free once S is
-//    done) in two halves of 32 tokens, the rows' rescale factors before either: the output
-//    warpgroups rescale O while it exponentiates and start P V on the first half while it
-//    computes the second. It does no P V: its chain per tile, the kernel's critical path, is
-//    Q K^T, the exponentials and the publication;
+//    memory), the online softmax, and publishes P (in its own tile, free once the output
+//    warpgroups are done with the tile before) in two halves of 32 tokens, the rows' rescale
+//    factors before either: the output warpgroups rescale O while it exponentiates and start
+//    P V on the first half while it computes the second. It does no P V: its chain per tile,
+//    the kernel's critical path, is Q K^T, the exponentials and the publication;
 //  - the output warpgroups (1: columns 0-255, 2: columns 256-511) accumulate P V from the
 //    published P, each holding half of O;
 //  - the producer warpgroup (3) refills a stage as soon as both output warpgroups are done
-//    with it (an item's last stage, once they have also written O through it): one TMA
-//    thread with the page ids read a tile ahead (joined, in launches bound by memory, by the
-//    other threads' cp.async for the last regions), or 128 gathering threads; over an e4m3
-//    cache, 128 threads that load the codes into registers and store their values in f16
-//    (StageTypeOf: the scales apply to Q, the scores and O instead).
+//    with it (an item's last stage, once they have also written O through it): one TMA thread
+//    with the page ids read a tile ahead (joined, in launches bound by memory, by the other
+//    threads' cp.async for the last regions); or 128 gathering threads, or over an e4m3 cache
+//    128 threads that load the codes into registers and store their values in f16
+//    (StageTypeOf: the scales apply to Q, the scores and O instead), which refill each token
+//    half of a stage (rows 0-31 and 32-63 of every region) as soon as it is free: with two
+//    stages a tile's refill can only start once the tile two before is multiplied, so the
+//    first half's starts under the second half's P V.
 // While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
 // Per stage, mbarriers say the copy is full, the rescale factors and each half of P are
-// published, and both output warpgroups are done with it. The host contract (work items,
-// merge records, phases) is mla_params.cuh, as for the portable family: the planner,
-// workspace and merge are shared.
+// published, and both output warpgroups are done with each token half of it. The host contract
+// (work items, merge records, phases) is mla_params.cuh, as for the portable family: the
+// planner, workspace and merge are shared.
 #pragma once
 #include "common/block_barrier.cuh"
 #include "common/fp8_dequant.cuh"
@@ -117,18 +120,24 @@ struct HopperConfig {
 
   using Tile = Sw128Tile<kRows>;
   static constexpr int kTileBytes = kRegions * Tile::kRegionBytes;  // Q, or one KV stage
-  // Q, the KV stages, the rescale factors of the current tile, the final row sums, the
-  // stage barriers and the row sums' two barriers; from a base rounded up to 1 KiB (the swizzle atom: the hardware swizzles
-  // by address bits), hence the slack.
+  // A stage is released, and refilled, in two halves of its tokens (rows 0-31 and 32-63 of
+  // every region): the first as soon as the P V of the tile's first 32 tokens is done.
+  static constexpr int kTokenHalves = 2;
+  static constexpr int kHalfTokens = kTile / kTokenHalves;
+  // Q, the KV stages, P (one 64 x 64 K-major tile: the tile's probabilities, written while
+  // the stage they came from refills), the rescale factors of the current tile, the final row
+  // sums and the barriers; from a base rounded up to 1 KiB (the swizzle atom: the hardware
+  // swizzles by address bits), hence the slack.
   static constexpr int kQOffset = 0;
   static constexpr int kKvOffset = kTileBytes;
-  static constexpr int kAlphaOffset = (1 + kStages) * kTileBytes;
+  static constexpr int kPOffset = (1 + kStages) * kTileBytes;
+  static constexpr int kAlphaOffset = kPOffset + Tile::kRegionBytes;
   static constexpr int kRowSumOffset = kAlphaOffset + kStages * kRows * 4;
   static constexpr int kBarrierOffset = kRowSumOffset + kRows * 4;
   static constexpr int kAlignSlack = 1024;
-  // Per stage: full, empty, scaled and one ready barrier per half of P; then the row sums'
-  // barriers (published, and read).
-  static constexpr int kBarriers = 5 * kStages + 2;
+  // Per stage: full, empty for each token half, scaled and one ready barrier per half of P;
+  // then the row sums' barriers (published, and read) and P's (read).
+  static constexpr int kBarriers = 6 * kStages + 3;
   static constexpr int kSmemBytes = kBarrierOffset + kBarriers * 8 + kAlignSlack;
 #ifdef MLAJIT_EXPECTED_SMEM_BYTES
   static_assert(kSmemBytes == MLAJIT_EXPECTED_SMEM_BYTES,
@@ -150,7 +159,7 @@ enum HopperBarrier : uint32_t {
 // Shared-memory addresses (32-bit shared window) of the storage.
 template <typename C>
 struct HopperSmem {
-  uint32_t q, kv0, full0;
+  uint32_t q, kv0, p, full0;
   float* alpha;    // [kStages][kRows]: rescale factors of each stage's tile
   float* row_sum;  // [kRows]: final row sums
 
@@ -159,32 +168,32 @@ struct HopperSmem {
     HopperSmem s;
     s.q = smem_address(base + C::kQOffset);
     s.kv0 = smem_address(base + C::kKvOffset);
+    s.p = smem_address(base + C::kPOffset);
     s.full0 = smem_address(base + C::kBarrierOffset);
     s.alpha = reinterpret_cast<float*>(base + C::kAlphaOffset);
     s.row_sum = reinterpret_cast<float*>(base + C::kRowSumOffset);
     return s;
   }
   __device__ __forceinline__ uint32_t kv(int stage) const { return kv0 + stage * C::kTileBytes; }
-  // P of the tile in `stage`, in its kpe region (a 64 x 64 K-major tile).
-  __device__ __forceinline__ uint32_t p(int stage) const {
-    return kv(stage) + C::kKpeRegion * C::Tile::kRegionBytes;
-  }
-  // A stage's copy has landed / both output warpgroups are done reading it.
+  // A stage's copy has landed / both output warpgroups are done reading token half `half`
+  // of it.
   __device__ __forceinline__ uint32_t full(int stage) const { return full0 + stage * 8; }
-  __device__ __forceinline__ uint32_t empty(int stage) const {
-    return full0 + (C::kStages + stage) * 8;
+  __device__ __forceinline__ uint32_t empty(int stage, int half) const {
+    return full0 + (C::kStages + 2 * stage + half) * 8;
   }
   // The scores warpgroup has published the rescale factors of the stage's tile / half `half`
   // of its P (tokens 32 half .. 32 half + 31).
   __device__ __forceinline__ uint32_t scaled(int stage) const {
-    return full0 + (2 * C::kStages + stage) * 8;
+    return full0 + (3 * C::kStages + stage) * 8;
   }
   __device__ __forceinline__ uint32_t ready(int stage, int half) const {
-    return full0 + (3 * C::kStages + 2 * stage + half) * 8;
+    return full0 + (4 * C::kStages + 2 * stage + half) * 8;
   }
   // The scores warpgroup has written the work item's final row sums (one phase per item).
-  __device__ __forceinline__ uint32_t sums() const { return full0 + 5 * C::kStages * 8; }
+  __device__ __forceinline__ uint32_t sums() const { return full0 + 6 * C::kStages * 8; }
   __device__ __forceinline__ uint32_t sums_read() const { return sums() + 8; }
+  // Both output warpgroups are done reading P (one phase per tile).
+  __device__ __forceinline__ uint32_t p_read() const { return sums() + 16; }
 };
 
 // This thread's place: group (0 scores, 1 and 2 output, 3 producer), its index there, warp
@@ -252,6 +261,15 @@ struct StageSlot {
     return StageSlot{static_cast<int>(sequence & 1u), (sequence >> 1) & 1u};
   }
 };
+
+// Waits until token half `half` of the stage of the CTA's tile `n` (in its sequence) is free:
+// both output warpgroups are done with that half of tile n - kStages. The ring's first fills
+// wait for nothing.
+template <typename C>
+__device__ __forceinline__ void wait_half_free(const HopperSmem<C>& sm, uint32_t n, int half) {
+  if (n < C::kStages) return;
+  mbarrier_wait(sm.empty(StageSlot::of(n).stage, half), StageSlot::of(n - C::kStages).parity);
+}
 
 // ---------------------------------------------------------------------------------------
 // Stage: load_q (scores warpgroup). The tile's 64 packed rows of q_nope and q_pe into the Q
@@ -343,6 +361,7 @@ template <typename C>
 struct GatherRows {
   static constexpr int kRowsPerPass = C::kProducerThreads / 8;
   static constexpr int kPasses = C::kTile / kRowsPerPass;
+  static constexpr int kPassesPerHalf = kPasses / C::kTokenHalves;
   __device__ __forceinline__ static int row(int index, int pass) { return index / 8 + pass * kRowsPerPass; }
 };
 
@@ -373,17 +392,18 @@ struct NextPages {
 
 // Stage: load_kv (producer warpgroup), gather: token t of the request is slot t % page_size of
 // page kv_indices[kv_page_base + t / page_size]. Rows at or past kv_stop are zero-filled, so
-// that masked scores meet zeros, never stale values that could make 0 * x a NaN. The stage
-// barrier completes when every lane's copies have landed.
+// that masked scores meet zeros, never stale values that could make 0 * x a NaN. Token half
+// `half` of the tile; the caller arrives on the stage barrier once both are issued.
 template <typename C>
 __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperSmem<C>& sm,
                                                const HopperTile& t, const NextPages<C>& pages,
-                                               int index, int tile, int stage) {
+                                               int index, int tile, int stage, int half) {
   using KVType = typename C::KVType;
   const int lane8 = index % 8;
   const uint32_t dst = sm.kv(stage);
-#pragma unroll 4
-  for (int pass = 0; pass < GatherRows<C>::kPasses; ++pass) {
+  constexpr int kPasses = GatherRows<C>::kPassesPerHalf;
+#pragma unroll
+  for (int pass = half * kPasses; pass < (half + 1) * kPasses; ++pass) {
     const int row = GatherRows<C>::row(index, pass);
     const bool valid = pages.page[pass] >= 0;
     const int64_t page = valid ? pages.page[pass] : 0;
@@ -398,24 +418,24 @@ __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperS
       cp_async_16(dst + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, valid);
     }
   }
-  cp_async_mbarrier_arrive(sm.full(stage));
 }
 
 // Stage: load_kv (producer warpgroup), the cp.async share of a split copy: regions
-// [kSplitTmaRegions, kRegions) of the tile, whose rows all lie in page `page`; the stage
-// barrier completes when every lane's copies have landed (beside the TMA bytes). Rows past
-// kv_stop are copied as they are, as TMA copies them: clear_tail_rows zeroes them where P V
-// would read them.
+// [kSplitTmaRegions, kRegions) of token half `half` of the tile, whose rows all lie in page
+// `page`; the caller arrives on the stage barrier once both are issued (beside the TMA bytes).
+// Rows past kv_stop are copied as they are, as TMA copies them: clear_tail_rows zeroes them
+// where P V would read them.
 template <typename C>
 __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const HopperSmem<C>& sm,
                                                    const HopperTile& t, int32_t page, int index,
-                                                   int tile, int stage) {
+                                                   int tile, int stage, int half) {
   using KVType = typename C::KVType;
   const int lane8 = index % 8;
   const uint32_t dst = sm.kv(stage);
   const int32_t slot0 = (t.kv_start + tile * C::kTile) % p.page_size;
+  constexpr int kPasses = GatherRows<C>::kPassesPerHalf;
 #pragma unroll
-  for (int pass = 0; pass < GatherRows<C>::kPasses; ++pass) {
+  for (int pass = half * kPasses; pass < (half + 1) * kPasses; ++pass) {
     const int row = GatherRows<C>::row(index, pass);
     const int64_t token = slot0 + row;
     const KVType* ckv = static_cast<const KVType*>(p.ckv) +
@@ -428,7 +448,6 @@ __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const Hop
       cp_async_16(dst + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, true);
     }
   }
-  cp_async_mbarrier_arrive(sm.full(stage));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -440,16 +459,18 @@ __device__ __forceinline__ void load_kv_split_rest(const MlaParams& p, const Hop
 // a tile by 2-7%: docs/PERF.md). Any page size; rows at or past kv_stop are stored as zeros
 // (masked scores meet zeros).
 //
-// Warp w covers rows 16 w .. 16 w + 15, in two halves of 8 rows; in half h, lane l holds
-// codes 16 (l % 4) .. 16 (l % 4) + 15 of each region of row 16 w + 8 h + l / 4 and stores each
-// chunk as two 16-byte pieces (pieces 2 (l % 4) and 2 (l % 4) + 1 of the region's row): the
-// 8 lanes of a store phase, two rows of each parity times four pieces, meet all 32 banks
-// under the 128-byte swizzle.
+// The halves are the stage's token halves (released and refilled apart): in half h, warp w
+// covers rows 32 h + 8 w .. 32 h + 8 w + 7, lane l holds codes 16 (l % 4) .. 16 (l % 4) + 15
+// of each region of row 32 h + 8 w + l / 4 and stores each chunk as two 16-byte pieces
+// (pieces 2 (l % 4) and 2 (l % 4) + 1 of the region's row): the 8 lanes of a store phase, two
+// rows of each parity times four pieces, meet all 32 banks under the 128-byte swizzle.
 template <typename C>
 struct CodeRows {
-  static constexpr int kHalves = 2;
+  static constexpr int kHalves = C::kTokenHalves;
+  static_assert(C::kHalfTokens == 8 * (C::kProducerThreads / 32),
+                "each warp stores 8 rows of a token half");
   __device__ __forceinline__ static int row(const HopperRole& role, int half) {
-    return 16 * role.warp + 8 * half + role.lane / 4;
+    return C::kHalfTokens * half + 8 * role.warp + role.lane / 4;
   }
 };
 
@@ -590,17 +611,16 @@ __device__ __forceinline__ void producer_loop_codes(const MlaParams& p, const Ho
     const StageSlot slot = StageSlot::of(sequence + tile);
     const CodeSources<C> next = CodeSources<C>::make(p, t, pages, role, tile + 1);
     pages = CodePages<C>::fetch(p, t, role, tile + 2);
-    if (sequence + tile >= C::kStages) {
-      mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
-    }
 #pragma unroll
-    for (int half = 0; half < CodeRows<C>::kHalves; ++half)
+    for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
+      wait_half_free<C>(sm, sequence + tile, half);
 #pragma unroll
       for (int region = 0; region < C::kRegions; ++region) {
         store_code_chunk<C>(codes[half][region], sm, role, slot.stage, half, region);
         // The next tile's chunk (zeros past the item's tiles: never stored).
         load_code_chunk<C>(codes[half][region], next, half, region, policy);
       }
+    }
     // The stores are the generic proxy's; wgmma reads through the async proxy.
     fence_proxy_async_shared();
     mbarrier_arrive(sm.full(slot.stage));
@@ -686,9 +706,9 @@ __device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    if (sequence + tile >= C::kStages) {
-      mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
-    }
+    // Both halves first: storing each as it frees takes registers this role does not have.
+    wait_half_free<C>(sm, sequence + tile, 0);
+    wait_half_free<C>(sm, sequence + tile, 1);
 #pragma unroll
     for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
       copy_token_kpe<C>(p, RowPlace<C>::of(p, t, now, role, tile, half), sm, role,
@@ -714,10 +734,13 @@ __device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
   }
 }
 
-// The producer warpgroup's loop over the tiles of a work item of a 16-bit cache: each stage is
+// The producer warpgroup's loop over the tiles of a work item of a 16-bit cache: a stage is
 // refilled once both output warpgroups are done with the tile before it in the CTA's sequence
 // (read it, or for an item's last tile also written O through it), whichever item that tile
-// belonged to.
+// belonged to. The gather refills each token half as soon as it is free (on the H100: page 1
+// 4-6% faster at 128 heads); TMA copies wait for the whole stage, whose bytes arrive at the
+// memory's pace either way (refilling by halves measured no faster, and 11% slower at B16
+// L4096).
 template <typename C>
 __device__ __forceinline__ void producer_loop_copies(const MlaParams& p, const HopperTma& tma,
                                                      const HopperSmem<C>& sm, const HopperTile& t,
@@ -726,21 +749,30 @@ __device__ __forceinline__ void producer_loop_copies(const MlaParams& p, const H
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    if (sequence + tile >= C::kStages) {
-      mbarrier_wait(sm.empty(slot.stage), StageSlot::of(sequence + tile - C::kStages).parity);
+    if (tma.enabled) {
+      wait_half_free<C>(sm, sequence + tile, 0);
+      wait_half_free<C>(sm, sequence + tile, 1);
     }
     if (tma.enabled && tma.split_copies) {
       if (role.index == 0) {
         load_kv_tma<C, C::kSplitTmaRegions>(p, tma, sm, t, pages.page[0], tile, slot.stage);
       }
-      load_kv_split_rest<C>(p, sm, t, pages.page[0], role.index, tile, slot.stage);
+#pragma unroll
+      for (int half = 0; half < C::kTokenHalves; ++half) {
+        load_kv_split_rest<C>(p, sm, t, pages.page[0], role.index, tile, slot.stage, half);
+      }
     } else if (tma.enabled) {
       if (role.index == 0) {
         load_kv_tma<C, C::kRegions>(p, tma, sm, t, pages.page[0], tile, slot.stage);
       }
     } else {
-      load_kv_gather<C>(p, sm, t, pages, role.index, tile, slot.stage);
+#pragma unroll
+      for (int half = 0; half < C::kTokenHalves; ++half) {
+        wait_half_free<C>(sm, sequence + tile, half);
+        load_kv_gather<C>(p, sm, t, pages, role.index, tile, slot.stage, half);
+      }
     }
+    if (!tma.enabled || tma.split_copies) cp_async_mbarrier_arrive(sm.full(slot.stage));
     pages = NextPages<C>::fetch(p, tma, t, role.index, tile + 1);
   }
 }
@@ -885,8 +917,8 @@ __device__ __forceinline__ void publish_alpha(const float (&alpha)[2], const Hop
   mbarrier_arrive(sm.scaled(stage));
 }
 
-// Stage: publish_p, for half HALF of P: its fragments into the tile's kpe region (K-major,
-// the A operand of the output wgmma). stmatrix lane l addresses row l % 8 of 8x8 matrix l / 8.
+// Stage: publish_p, for half HALF of P: its fragments into P's tile (K-major, the A operand of
+// the output wgmma). stmatrix lane l addresses row l % 8 of 8x8 matrix l / 8.
 template <typename C, int HALF>
 __device__ __forceinline__ void publish_p(const uint32_t (&p)[4][4], const HopperSmem<C>& sm,
                                           int stage, const HopperRole& role) {
@@ -894,7 +926,7 @@ __device__ __forceinline__ void publish_p(const uint32_t (&p)[4][4], const Hoppe
   const int row = 16 * role.warp + (matrix & 1) * 8 + role.lane % 8;
 #pragma unroll
   for (int k = 2 * HALF; k < 2 * HALF + 2; ++k) {
-    stmatrix_x4(sm.p(stage) + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
+    stmatrix_x4(sm.p + C::Tile::offset(row, 2 * k + (matrix >> 1)), p[k]);
   }
   fence_proxy_async_shared();
   mbarrier_arrive(sm.ready(stage, HALF));
@@ -916,7 +948,7 @@ __device__ __forceinline__ void rescale_o(float (&o)[C::kOutCols / 2], const flo
 template <typename C, int HALF>
 __device__ __forceinline__ void issue_pv(float (&o)[C::kOutCols / 2], const HopperSmem<C>& sm,
                                          int stage, const HopperRole& role) {
-  const uint64_t pd = k_major_descriptor<C::kRows>(opaque_address(sm.p(stage)), 0, 0);
+  const uint64_t pd = k_major_descriptor<C::kRows>(opaque_address(sm.p), 0, 0);
   const uint64_t v = mn_major_descriptor<C::kRows>(opaque_address(sm.kv(stage)), 0, 0);
   // Two products of half the columns each: the CTA's 512 threads start with 128 registers,
   // and ptxas places each wgmma within that (a 64 x 256 accumulator needs 154).
@@ -955,18 +987,21 @@ __device__ __forceinline__ void scores_loop(const HopperSmem<C>& sm, const Hoppe
     float alpha[2];
     const RowBases bases = update_row_max(s, alpha, st, scale_log2);
     // The scaled and ready barriers are never waited on here, yet never arrived on twice in
-    // one phase: the stage's next fill waits (through empty) for the output warpgroups, which
-    // wait for these phases first.
+    // one phase: the stage's next fill waits (through both halves' empty) for the output
+    // warpgroups, which wait for these phases first.
     publish_alpha<C>(alpha, sm, slot.stage, role);
     exponentiate_half<C, 0>(s, pa, bases, st, scale_log2);
+    // P's tile is free once both output warpgroups are done with the CTA's tile before.
+    if (sequence + tile > 0) mbarrier_wait(sm.p_read(), (sequence + tile - 1) & 1u);
     publish_p<C, 0>(pa, sm, slot.stage, role);
     exponentiate_half<C, 1>(s, pa, bases, st, scale_log2);
     publish_p<C, 1>(pa, sm, slot.stage, role);
   }
 }
 
-// An output warpgroup's loop: P V of each tile's half of the columns, then the stage's
-// release; the item's last stage is released by write_output, which stages O in it.
+// An output warpgroup's loop: P V of each tile's half of the columns, then the release of P
+// and of the stage's token halves, each as soon as its product is done; the item's last stage
+// is released by write_output, which stages O in it.
 template <typename C>
 __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSmem<C>& sm,
                                             const HopperTile& t, uint32_t sequence,
@@ -984,9 +1019,15 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
     issue_pv<C, 0>(o, sm, slot.stage, role);
     mbarrier_wait(sm.ready(slot.stage, 1), slot.parity);
     issue_pv<C, 1>(o, sm, slot.stage, role);
+    const bool last = tile + 1 == t.num_tiles;
+    // The first token half is free once its product is done: its refill starts while the
+    // second half is multiplied.
+    wgmma_wait<1>();
+    if (!last) mbarrier_arrive(sm.empty(slot.stage, 0));
     wgmma_wait<0>();
     fence_registers(o);
-    if (tile + 1 < t.num_tiles) mbarrier_arrive(sm.empty(slot.stage));
+    mbarrier_arrive(sm.p_read());
+    if (!last) mbarrier_arrive(sm.empty(slot.stage, 1));
   }
 }
 
@@ -1065,7 +1106,8 @@ __device__ __forceinline__ void write_output(const MlaParams& p, const float (&o
   if (staged) {
     // A TMA fill of the stage is the async proxy's: order this warpgroup's use of it first.
     fence_proxy_async_shared();
-    mbarrier_arrive(sm.empty(last_stage));
+    mbarrier_arrive(sm.empty(last_stage, 0));
+    mbarrier_arrive(sm.empty(last_stage, 1));
   }
 }
 
@@ -1238,13 +1280,15 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
       mbarrier_init(sm.full(stage), !tma_copies<Config>(tma) ? Config::kProducerThreads
                                     : tma.split_copies ? 1 + Config::kProducerThreads
                                                        : 1);
-      mbarrier_init(sm.empty(stage), Config::kOutputThreads);
+      mbarrier_init(sm.empty(stage, 0), Config::kOutputThreads);
+      mbarrier_init(sm.empty(stage, 1), Config::kOutputThreads);
       mbarrier_init(sm.scaled(stage), Config::kGroupThreads);
       mbarrier_init(sm.ready(stage, 0), Config::kGroupThreads);
       mbarrier_init(sm.ready(stage, 1), Config::kGroupThreads);
     }
     mbarrier_init(sm.sums(), Config::kGroupThreads);
     mbarrier_init(sm.sums_read(), Config::kOutputThreads);
+    mbarrier_init(sm.p_read(), Config::kOutputThreads);
     fence_barrier_init();
   }
   __syncthreads();

@@ -32,13 +32,16 @@ constexpr int kMaxSplitCopyHeads = 16;
 // The tile config every hopper spec states (the spec text has one for every family).
 const TileConfig kTile{kStages, kTileTokens, false, kRows};
 
-// Q and each KV stage: 64 rows of 576 16-bit values; then a row of rescale factors per stage,
-// the final row sums, five mbarriers per stage (full, empty, scaled, and ready for each half of
-// P) and two for the row sums (published, read); 1 KiB of slack to align the base to the
-// 128-byte swizzle's 1 KiB atom.
+// Q and each KV stage: 64 rows of 576 16-bit values; P: 64 rows of a tile's 64 tokens; then a
+// row of rescale factors per stage, the final row sums, six mbarriers per stage (full, empty
+// for each token half, scaled, and ready for each half of P) and three more (the row sums
+// published and read, P read); 1 KiB of slack to align the base to the 128-byte swizzle's
+// 1 KiB atom.
 int shared_storage_bytes() {
   const int tile = kRows * (kHeadDims.ckv + kHeadDims.kpe) * 2;
-  return (1 + kStages) * tile + kStages * kRows * 4 + kRows * 4 + (5 * kStages + 2) * 8 + 1024;
+  const int p = kRows * kTileTokens * 2;
+  return (1 + kStages) * tile + p + kStages * kRows * 4 + kRows * 4 + (6 * kStages + 3) * 8 +
+         1024;
 }
 
 // Q and O of one 16-bit type; KV of that type, or e4m3 codes, which the producer dequantizes
