@@ -6,7 +6,7 @@
 # variants taking turns within each round.
 # Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; one carry/gpu/<name>/kernels per variant;
 # cp this file to carry/gpu/v.sh. Device call, carry ["carry/gpu"]:
-#   bash carry/gpu/v.sh ROUNDS NAME... [-- SHAPE...]
+#   [BENCH_EXTRA="--kv-dtype e4m3"] [SUITE=0] bash carry/gpu/v.sh ROUNDS NAME... [-- SHAPE...]
 # Writes $OUT/v.txt and $OUT/v.tgz (logs, CSVs).
 cd "$(dirname "$0")"; g=$PWD
 RES=${OUT:-$g/out}; L=$g/logs; mkdir -p "$RES" "$L" "$g/csv"; log=$RES/v.txt
@@ -24,13 +24,13 @@ step() {  # name seconds command...
   echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|cases passed' $L/$name.txt | tail -1)" | tee -a $log
 }
 for n in "${names[@]}"; do
-  [[ $n == main ]] && continue
+  [[ $n == main || ${SUITE:-1} == 0 ]] && continue
   step suite_$n 150 env $(kenv $n) MLAJIT_TEST_KERNEL=hopper ./mlajit_gpu_tests
   grep -E "FAILED" -A3 $L/suite_$n.txt | head -8 >> $log
 done
 for r in $(seq 1 $rounds); do
   for n in "${names[@]}"; do
-    step bench_${n}_r$r 150 env $(kenv $n) prefix/bin/mlajit bench --kernel hopper "${args[@]}" --csv $g/csv/${n}_r$r.csv
+    step bench_${n}_r$r 150 env $(kenv $n) prefix/bin/mlajit bench --kernel hopper ${BENCH_EXTRA:-} "${args[@]}" --csv $g/csv/${n}_r$r.csv
     grep -E "^ *[0-9]+ +[0-9]+ " $L/bench_${n}_r$r.txt | sed "s/^/$n r$r /" >> $log
   done
 done
