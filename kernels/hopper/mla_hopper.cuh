@@ -738,7 +738,7 @@ __device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
 // refilled once both output warpgroups are done with the tile before it in the CTA's sequence
 // (read it, or for an item's last tile also written O through it), whichever item that tile
 // belonged to. The gather refills each token half as soon as it is free (on the H100: page 1
-// 4-6% faster at 128 heads); TMA copies wait for the whole stage, whose bytes arrive at the
+// 4-7% faster at 128 heads); TMA copies wait for the whole stage, whose bytes arrive at the
 // memory's pace either way (refilling by halves measured no faster, and 11% slower at B16
 // L4096).
 template <typename C>
