@@ -26,4 +26,5 @@ strip "$out/mlajit_gpu_tests" "$out/run_overhead"
 cp "$out/prefix/lib/mlajit-compiler-helper" "$out/"
 "$out/prefix/bin/mlajit" precompile --arch sm_90 --all-tiers --out "$out/cache" -q
 cp scripts/gpu-sitting.sh "$out/"
+cp tools/dev/sitting-lib.sh "$out/"  # the step logger of the tools/dev sitting scripts
 du -sh "$out"

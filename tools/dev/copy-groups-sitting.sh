@@ -13,12 +13,7 @@ RES=${OUT:-$g/out}; L=$g/logsd; mkdir -p "$RES" "$L" "$g/csvd"; log=$RES/d.txt
 trap 'tar -C $g -czf $RES/d.tgz logsd csvd 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a $log
-step() {  # name seconds command...: logs rc and the summary line
-  local name=$1 limit=$2; shift 2
-  echo "--- $(date +%T) $name" >> $log
-  timeout $limit "$@" > $L/$name.txt 2>&1
-  echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|RACECHECK SUMMARY|cases passed' $L/$name.txt | tail -1)" | tee -a $log
-}
+source ./sitting-lib.sh  # step()
 var() { local v=$1; shift; MLAJIT_KERNEL_DIR=$g/var/$v/kernels MLAJIT_CACHE_DIR=$g/uc-$v MLAJIT_TEST_KERNEL=hopper "$@"; }
 shapes=(--shape 128,64,16384,64 --shape 128,128,16384,64 --shape 128,128,1024,64 --shape 128,16,4096,64
         --shape 128,1,1024,64 --shape 128,64,4096,64,2,1 --shape 128,64,4096,1 --shape 64,64,16384,64

@@ -13,12 +13,7 @@ RES=${OUT:-$g/out}; L=$g/logs; mkdir -p "$RES" "$L" "$g/csv"; log=$RES/h.txt
 trap 'tar -C $g -czf $RES/h.tgz logs csv 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu --format=csv,noheader | tee -a $log
-step() {  # name seconds command...
-  local name=$1 limit=$2; shift 2
-  echo "--- $(date +%T) $name" >> $log
-  timeout $limit "$@" > $L/$name.txt 2>&1
-  echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|RACECHECK SUMMARY|cases passed' $L/$name.txt | tail -1)" | tee -a $log
-}
+source ./sitting-lib.sh  # step()
 new=(env LD_LIBRARY_PATH=$g/prefix/lib:$LD_LIBRARY_PATH MLAJIT_CACHE_PATH=$g/cache MLAJIT_CACHE_DIR=$g/uc)
 old=(env LD_LIBRARY_PATH=$g/old/prefix/lib:$LD_LIBRARY_PATH MLAJIT_CACHE_DIR=$g/uc-old)
 bf16="128,64,16384,64 128,128,16384,64 128,128,1024,64 128,16,4096,64 128,1,1024,64 128,64,4096,64,2,1 128,64,4096,64,4,1 128,64,4096,1 64,64,16384,64 16,128,16384,64 16,128,4096,64,2,1"

@@ -17,12 +17,7 @@ shapes=("$@"); [[ ${#shapes[@]} -eq 0 ]] && shapes=(128,64,16384,64 128,128,1024
 args=(); for s in "${shapes[@]}"; do args+=(--shape "$s"); done
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu --format=csv,noheader | tee -a $log
 kenv() { [[ $1 == main ]] && echo "MLAJIT_CACHE_DIR=$g/uc-main" || echo "MLAJIT_KERNEL_DIR=$g/$1/kernels MLAJIT_CACHE_DIR=$g/uc-$1"; }
-step() {  # name seconds command...
-  local name=$1 limit=$2; shift 2
-  echo "--- $(date +%T) $name" >> $log
-  timeout $limit "$@" > $L/$name.txt 2>&1
-  echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|cases passed' $L/$name.txt | tail -1)" | tee -a $log
-}
+source ./sitting-lib.sh  # step()
 for n in "${names[@]}"; do
   [[ $n == main || ${SUITE:-1} == 0 ]] && continue
   step suite_$n 150 env $(kenv $n) MLAJIT_TEST_KERNEL=hopper ./mlajit_gpu_tests

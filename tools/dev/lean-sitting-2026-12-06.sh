@@ -12,12 +12,7 @@ log=$RES/lean.txt
 trap 'tar -C $g -czf $RES/lean-logs.tgz logs csv 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/cache MLAJIT_CACHE_DIR=$g/uc
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee -a $log
-step() {  # name seconds command...: logs rc and the summary line
-  local name=$1 limit=$2; shift 2
-  echo "--- $(date +%T) $name" >> $log
-  timeout $limit "$@" > $L/$name.txt 2>&1
-  echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|RACECHECK SUMMARY|cases passed' $L/$name.txt | tail -1)" | tee -a $log
-}
+source ./sitting-lib.sh  # step()
 var() { local v=$1; shift; MLAJIT_KERNEL_DIR=$g/var/$v/kernels MLAJIT_CACHE_DIR=$g/uc-$v MLAJIT_TEST_KERNEL=hopper "$@"; }
 t32() { (cd $g/v32 && LD_LIBRARY_PATH=$g/v32/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_DIR=$g/v32/uc "$@"); }
 hshapes=(--shape 128,64,16384,64 --shape 128,128,1024,64 --shape 64,64,16384,64 --shape 16,128,16384,64)

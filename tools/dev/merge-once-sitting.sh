@@ -13,12 +13,7 @@ RES=${OUT:-$g/out}; L=$g/logs; mkdir -p "$RES" "$L"; log=$RES/m.txt
 trap 'tar -C $g -czf $RES/m.tgz logs 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/cache MLAJIT_CACHE_DIR=$g/uc
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee -a $log
-step() {  # name seconds command...
-  local name=$1 limit=$2; shift 2
-  echo "--- $(date +%T) $name" >> $log
-  timeout $limit "$@" > $L/$name.txt 2>&1
-  echo "$name rc=$? $(grep -E 'test cases|cases passed' $L/$name.txt | tail -1)" | tee -a $log
-}
+source ./sitting-lib.sh  # step()
 step verify 90 prefix/bin/mlajit verify
 step suite_auto 150 ./mlajit_gpu_tests
 step suite_hopper 150 env MLAJIT_TEST_KERNEL=hopper ./mlajit_gpu_tests

@@ -15,12 +15,7 @@ RES=${OUT:-$g/out}; L=$g/logs; mkdir -p "$RES" "$L" "$g/csv"; log=$RES/p$part.tx
 trap 'tar -C $g -czf $RES/p$part.tgz logs csv 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/cache MLAJIT_CACHE_DIR=$g/uc
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a $log
-step() {  # name seconds command...: logs rc and the summary line
-  local name=$1 limit=$2; shift 2
-  echo "--- $(date +%T) $name" >> $log
-  timeout $limit "$@" > $L/$name.txt 2>&1
-  echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|RACECHECK SUMMARY|cases passed' $L/$name.txt | tail -1)" | tee -a $log
-}
+source ./sitting-lib.sh  # step()
 shapes="128,64,16384,64 128,128,16384,64 128,128,1024,64 128,16,4096,64 128,1,1024,64 128,64,4096,64,2,1 128,64,4096,64,4,1"
 args=(); for s in $shapes; do args+=(--shape "$s"); done
 bench() {  # name [env...]

@@ -16,12 +16,7 @@ RES=${OUT:-$g/out}; L=$g/logs$part; mkdir -p "$RES" "$L" "$g/csv"; log=$RES/b$pa
 trap 'tar -C $g -czf $RES/b$part.tgz logs$part csv 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/cache MLAJIT_CACHE_DIR=$g/uc
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a $log
-step() {  # name seconds command...: logs rc and the summary line
-  local name=$1 limit=$2; shift 2
-  echo "--- $(date +%T) $name" >> $log
-  timeout $limit "$@" > $L/$name.txt 2>&1
-  echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|RACECHECK SUMMARY|cases passed' $L/$name.txt | tail -1)" | tee -a $log
-}
+source ./sitting-lib.sh  # step()
 sweep() {  # family kv-args... -- shapes...
   local fam=$1; shift; local kv=(); while [[ $1 != -- ]]; do kv+=("$1"); shift; done; shift
   local args=(); for s in "$@"; do args+=(--shape "$s"); done

@@ -12,12 +12,7 @@ RES=${OUT:-$g/out}; L=$g/logse; mkdir -p "$RES" "$L" "$g/csve"; log=$RES/e.txt
 trap 'tar -C $g -czf $RES/e.tgz logse csve 2>/dev/null' EXIT
 export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_DIR=$g/uc
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a $log
-step() {  # name seconds command...: logs rc and the summary line
-  local name=$1 limit=$2; shift 2
-  echo "--- $(date +%T) $name" >> $log
-  timeout $limit "$@" > $L/$name.txt 2>&1
-  echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|RACECHECK SUMMARY|cases passed|^Ran|^OK|FAILED \(' $L/$name.txt | tail -1)" | tee -a $log
-}
+source ./sitting-lib.sh  # step()
 step token_auto 120 ./mlajit_gpu_tests "[fp8-token]"
 MLAJIT_TEST_KERNEL=hopper step token_hopper 120 ./mlajit_gpu_tests "[fp8-token]"
 grep -E "FAILED|e4m3-t128" $L/token_auto.txt $L/token_hopper.txt | head -40 >> $log

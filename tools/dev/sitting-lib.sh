@@ -1,0 +1,12 @@
+# Sourced by the sitting scripts in tools/dev, from the folder they run in (carry/gpu, where
+# scripts/prepare-gpu-sitting.sh copies this file): the one step logger they share.
+# The caller sets $log (the summary file) and $L (the folder of each step's full output).
+
+# step NAME SECONDS COMMAND...: runs COMMAND under a time limit into $L/NAME.txt and appends
+# its exit status and summary line (Catch2, compute-sanitizer, mlajit verify, unittest) to $log.
+step() {
+  local name=$1 limit=$2; shift 2
+  echo "--- $(date +%T) $name" >> $log
+  timeout $limit "$@" > $L/$name.txt 2>&1
+  echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|RACECHECK SUMMARY|cases passed|^Ran|^OK|FAILED \(' $L/$name.txt | tail -1)" | tee -a $log
+}
