@@ -271,6 +271,14 @@ __device__ __forceinline__ void wait_half_free(const HopperSmem<C>& sm, uint32_t
   mbarrier_wait(sm.empty(StageSlot::of(n).stage, half), StageSlot::of(n - C::kStages).parity);
 }
 
+// The same for both halves: the whole stage of the CTA's tile `n`.
+template <typename C>
+__device__ __forceinline__ void wait_stage_free(const HopperSmem<C>& sm, uint32_t n) {
+  static_assert(C::kTokenHalves == 2, "a stage has two token halves");
+  wait_half_free<C>(sm, n, 0);
+  wait_half_free<C>(sm, n, 1);
+}
+
 // ---------------------------------------------------------------------------------------
 // Stage: load_q (scores warpgroup). The tile's 64 packed rows of q_nope and q_pe into the Q
 // tile; rows past the request's end are zero-filled. Eight threads cover a row's 128 bytes
@@ -706,9 +714,8 @@ __device__ __forceinline__ void producer_loop_token_codes(const MlaParams& p,
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    // Both halves first: storing each as it frees takes registers this role does not have.
-    wait_half_free<C>(sm, sequence + tile, 0);
-    wait_half_free<C>(sm, sequence + tile, 1);
+    // The whole stage first: storing each half as it frees takes registers this role lacks.
+    wait_stage_free<C>(sm, sequence + tile);
 #pragma unroll
     for (int half = 0; half < CodeRows<C>::kHalves; ++half) {
       copy_token_kpe<C>(p, RowPlace<C>::of(p, t, now, role, tile, half), sm, role,
@@ -749,10 +756,7 @@ __device__ __forceinline__ void producer_loop_copies(const MlaParams& p, const H
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     const StageSlot slot = StageSlot::of(sequence + tile);
-    if (tma.enabled) {
-      wait_half_free<C>(sm, sequence + tile, 0);
-      wait_half_free<C>(sm, sequence + tile, 1);
-    }
+    if (tma.enabled) wait_stage_free<C>(sm, sequence + tile);
     if (tma.enabled && tma.split_copies) {
       if (role.index == 0) {
         load_kv_tma<C, C::kSplitTmaRegions>(p, tma, sm, t, pages.page[0], tile, slot.stage);
