@@ -134,42 +134,46 @@ __device__ __forceinline__ void write_merged_row(const MlaParams& params,
   }
 }
 
-// A record of fewer rows than the CTA has row groups: `slices` groups share each row, group
-// g taking row g / slices and the g % slices-th contiguous share of its chunks; the shares
-// meet in shared memory (`scratch`, kMergeStateFloats floats per thread) and the row's first
-// group adds them up in slice order, so the bits depend on the record alone. Every thread of
-// the CTA comes here for the record.
+// One pass over a record's rows: row group `group` merges row i of the pass (with `slices`
+// >= 2, a record of fewer rows than the CTA has row groups, `slices` groups share each row,
+// group g taking row g / slices and the g % slices-th contiguous share of its chunks; the
+// shares meet in shared memory, `scratch`, kMergeStateFloats floats per thread, and the row's
+// first group adds them up in slice order, so the bits depend on the record alone). Every
+// thread of the CTA comes here for each pass. One call site of accumulate_chunks and of
+// write_merged_row for both forms: each costs NVRTC and ptxas time per instance.
 template <typename DType, int HEAD_DIM, int NUM_THREADS, int BATCH>
-__device__ __forceinline__ void merge_record_sliced(const MlaParams& params,
-                                                    const MlaMergeRecord& record, int32_t group,
-                                                    int32_t part, int32_t slices, float* scratch) {
+__device__ __forceinline__ void merge_record_pass(const MlaParams& params,
+                                                  const MlaMergeRecord& record, int32_t i,
+                                                  int32_t part, int32_t slice, int32_t slices,
+                                                  float* scratch) {
   constexpr int kThreadsPerRow = HEAD_DIM / 8;
-  const int32_t i = group / slices, slice = group % slices;
   MergeState s = empty_merge_state();
   if (i < record.num_rows) {
     accumulate_chunks<DType, HEAD_DIM, BATCH>(params, record, i, part,
                                               record.num_chunks * slice / slices,
                                               record.num_chunks * (slice + 1) / slices, s);
   }
-  float* mine = scratch + threadIdx.x;  // float k of thread t at scratch[k * NUM_THREADS + t]
-  mine[0] = s.max;
-  mine[NUM_THREADS] = s.sum;
+  if (slices >= 2) {
+    float* mine = scratch + threadIdx.x;  // float k of thread t at scratch[k * NUM_THREADS + t]
+    mine[0] = s.max;
+    mine[NUM_THREADS] = s.sum;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) mine[(2 + k) * NUM_THREADS] = s.acc[k];
-  block_barrier_across_roles();
-  if (i < record.num_rows && slice == 0) {
-    for (int32_t other = 1; other < slices; ++other) {
-      const float* theirs = mine + other * kThreadsPerRow;
-      MergeState t;
-      t.max = theirs[0];
-      t.sum = theirs[NUM_THREADS];
+    for (int k = 0; k < 8; ++k) mine[(2 + k) * NUM_THREADS] = s.acc[k];
+    block_barrier_across_roles();
+    if (i < record.num_rows && slice == 0) {
+      for (int32_t other = 1; other < slices; ++other) {
+        const float* theirs = mine + other * kThreadsPerRow;
+        MergeState t;
+        t.max = theirs[0];
+        t.sum = theirs[NUM_THREADS];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) t.acc[k] = theirs[(2 + k) * NUM_THREADS];
-      combine_merge_states(s, t);
+        for (int k = 0; k < 8; ++k) t.acc[k] = theirs[(2 + k) * NUM_THREADS];
+        combine_merge_states(s, t);
+      }
     }
-    write_merged_row<DType, HEAD_DIM>(params, record, i, part, s);
+    block_barrier_across_roles();  // scratch is free for the next record
   }
-  block_barrier_across_roles();  // scratch is free for the next record
+  if (i < record.num_rows && slice == 0) write_merged_row<DType, HEAD_DIM>(params, record, i, part, s);
 }
 
 // How many row groups share each row of a record (1: a group merges a row alone). Sharing
@@ -183,7 +187,8 @@ template <int GROUPS, int BATCH>
 __device__ __forceinline__ int32_t merge_slices(const MlaMergeRecord& record) {
   const int32_t batches = (record.num_chunks + BATCH - 1) / BATCH;
   if (batches <= kMinSlicedBatches || record.num_rows <= 0) return 1;
-  const int32_t share = GROUPS / record.num_rows;
+  const int32_t share = GROUPS / record.num_rows;  // 0 or 1: more rows than groups, none shared
+  if (share < 2) return 1;
   return share < batches ? share : batches;
 }
 
@@ -209,15 +214,14 @@ __device__ __forceinline__ void merge_partials(const MlaParams& params, float* s
   for (int32_t r = first; r < last; ++r) {
     const MlaMergeRecord record = params.merge_records[r];
     const int32_t slices = merge_slices<kGroups, BATCH>(record);
-    if (slices >= 2) {
-      merge_record_sliced<DType, HEAD_DIM, NUM_THREADS, BATCH>(params, record, group, part, slices,
-                                                               scratch);
-      continue;
-    }
-    for (int32_t i = group; i < record.num_rows; i += kGroups) {
-      MergeState s = empty_merge_state();
-      accumulate_chunks<DType, HEAD_DIM, BATCH>(params, record, i, part, 0, record.num_chunks, s);
-      write_merged_row<DType, HEAD_DIM>(params, record, i, part, s);
+    // Shared rows: one pass (fewer rows than groups); else group g takes rows g, g + kGroups..
+    const bool shared = slices >= 2;
+    const int32_t passes = shared ? 1 : (record.num_rows + kGroups - 1) / kGroups;
+    const int32_t row = shared ? group / slices : group;
+    const int32_t slice = shared ? group % slices : 0;
+    for (int32_t pass = 0; pass < passes; ++pass) {
+      merge_record_pass<DType, HEAD_DIM, NUM_THREADS, BATCH>(params, record, row + pass * kGroups,
+                                                             part, slice, slices, scratch);
     }
   }
 }
