@@ -1025,7 +1025,8 @@ __device__ __forceinline__ void output_loop(const HopperTma& tma, const HopperSm
     issue_pv<C, 1>(o, sm, slot.stage, role);
     const bool last = tile + 1 == t.num_tiles;
     // The first token half is free once its product is done: its refill starts while the
-    // second half is multiplied.
+    // second half is multiplied. The waits stay unconditional: a wgmma.wait_group in a
+    // divergent path makes ptxas serialize every wgmma of the kernel (C7518, docs/PERF.md).
     wgmma_wait<1>();
     if (!last) mbarrier_arrive(sm.empty(slot.stage, 0));
     wgmma_wait<0>();
