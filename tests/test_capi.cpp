@@ -139,6 +139,87 @@ TEST_CASE("a struct_size the library does not know is refused with a message") {
   CHECK(mlajit_cache_stats_get(&stats) == MLAJIT_ERROR_UNSUPPORTED);
 }
 
+namespace {
+
+// A caller's struct of `size` bytes inside a buffer of canary bytes: what an init function
+// writes past `size` would land in the program's next variable.
+template <typename T>
+struct Guarded {
+  static constexpr unsigned char kCanary = 0xab;
+  alignas(T) unsigned char bytes[sizeof(T) + 64];
+  Guarded() { std::memset(bytes, kCanary, sizeof(bytes)); }
+  T* get() { return reinterpret_cast<T*>(bytes); }
+  bool untouched_from(size_t offset) const {
+    for (size_t i = offset; i < sizeof(bytes); ++i) {
+      if (bytes[i] != kCanary) return false;
+    }
+    return true;
+  }
+};
+
+template <typename T, typename Init>
+void check_sized_init(Init init_sized, void (*unsized)(T*), size_t first_layout,
+                      size_t unsized_bytes, const std::string& function) {
+  CAPTURE(function);
+  for (const size_t size : {first_layout, sizeof(T)}) {
+    Guarded<T> caller;
+    CHECK(init_sized(caller.get(), size) == MLAJIT_OK);
+    CHECK(caller.get()->struct_size == size);
+    CHECK(caller.untouched_from(size));
+  }
+  Guarded<T> caller;
+  CHECK(init_sized(caller.get(), first_layout - 1) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find(function + ": struct_size=" + std::to_string(first_layout - 1) +
+                          " is too small") != std::string::npos);
+  CHECK(init_sized(caller.get(), sizeof(T) + 8) == MLAJIT_ERROR_UNSUPPORTED);
+  CHECK(last_error().find("newer mlajit.h") != std::string::npos);
+  CHECK(caller.untouched_from(0));
+  CHECK(init_sized(nullptr, sizeof(T)) == MLAJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error().find(function + ": the struct pointer is NULL") != std::string::npos);
+  unsized(caller.get());
+  CHECK(caller.get()->struct_size == unsized_bytes);
+  CHECK(caller.untouched_from(unsized_bytes));
+  unsized(nullptr);  // nothing to fill, nothing to report
+}
+
+}  // namespace
+
+TEST_CASE("the init functions write no byte past the caller's struct, whatever its header") {
+  using namespace mlajit::capi;
+  check_sized_init<mlajit_shape>(mlajit_shape_init_sized, &(mlajit_shape_init), kShapeFirstLayout,
+                                 kShapeUnsizedInit, "mlajit_shape_init_sized");
+  check_sized_init<mlajit_options>(mlajit_options_init_sized, &(mlajit_options_init),
+                                   kOptionsFirstLayout, kOptionsUnsizedInit,
+                                   "mlajit_options_init_sized");
+  check_sized_init<mlajit_batch>(mlajit_batch_init_sized, &(mlajit_batch_init), kBatchFirstLayout,
+                                 kBatchUnsizedInit, "mlajit_batch_init_sized");
+  check_sized_init<mlajit_run_args>(mlajit_run_args_init_sized, &(mlajit_run_args_init),
+                                    kRunArgsFirstLayout, kRunArgsUnsizedInit,
+                                    "mlajit_run_args_init_sized");
+  check_sized_init<mlajit_merge_states_args>(
+      mlajit_merge_states_args_init_sized, &(mlajit_merge_states_args_init),
+      kMergeStatesArgsFirstLayout, kMergeStatesArgsUnsizedInit,
+      "mlajit_merge_states_args_init_sized");
+}
+
+TEST_CASE("an init for an older header fills that header's fields with their defaults") {
+  Guarded<mlajit_shape> old_shape;
+  REQUIRE(mlajit_shape_init_sized(old_shape.get(), mlajit::capi::kShapeFirstLayout) == MLAJIT_OK);
+  CHECK(old_shape.get()->num_heads == 128);
+  CHECK(old_shape.get()->head_dim_ckv == 512);
+  CHECK(old_shape.get()->page_size == 64);
+  // Read back by the library, the fields the older header lacks take their defaults.
+  const mlajit::MlaShape read = mlajit::capi::to_shape(old_shape.get());
+  CHECK(read.num_heads == 128);
+  CHECK_FALSE(read.kv_dtype.has_value());
+
+  mlajit_run_args args;
+  mlajit_run_args_init(&args);  // the macro: this header's size
+  CHECK(args.struct_size == sizeof(args));
+  CHECK(args.kv_scale_ckv == 1.0f);
+  CHECK(args.ckv_scales == nullptr);
+}
+
 TEST_CASE("a plan-info struct from the 0.1.0 header is filled without its appended fields") {
   // mlajit_attention_plan_info writes through write_struct with the first layout's size; a
   // handle needs a GPU, so the write itself is checked here.

@@ -8,8 +8,8 @@
  * - mlajit_last_error() is the message of the last call made on the calling thread: "" after
  *   a success, and after a failure a sentence naming what was wrong, the value and what would
  *   be right. The pointer stays valid until that thread's next mlajit call.
- * - Structs passed in or out start with `struct_size`: set it with the *_init() function (or
- *   to sizeof(the struct)). A later version of this header may append fields; the library then
+ * - Structs passed in or out start with `struct_size`: set it with the *_init() macro (or to
+ *   sizeof(the struct)). A later version of this header may append fields; the library then
  *   reads only the first struct_size bytes and uses defaults for the rest. A struct_size
  *   smaller than this version's first layout is MLAJIT_ERROR_INVALID_ARGUMENT; one larger than
  *   the loaded library knows is MLAJIT_ERROR_UNSUPPORTED (the program was built against a
@@ -205,11 +205,28 @@ typedef struct mlajit_plan_info {
   uint64_t workspace_bytes_needed; /* the smallest options.workspace_bytes holding this plan */
 } mlajit_plan_info;
 
-/* Fill a struct with its defaults and struct_size. */
-MLAJIT_API void mlajit_shape_init(mlajit_shape* shape);
-MLAJIT_API void mlajit_options_init(mlajit_options* options);
-MLAJIT_API void mlajit_batch_init(mlajit_batch* batch);
-MLAJIT_API void mlajit_run_args_init(mlajit_run_args* args);
+/* Fill a struct with its defaults and struct_size: mlajit_shape_init(&shape) and the like are
+ * macros that pass sizeof the program's struct, so that a newer library (whose struct may have
+ * grown) writes no byte past it. The *_init_sized functions return MLAJIT_ERROR_INVALID_ARGUMENT
+ * for a NULL struct or a size below the struct's first layout, MLAJIT_ERROR_UNSUPPORTED for one
+ * larger than the library's (a newer header), and write nothing then. Bindings that mirror
+ * the structs (ctypes, bindgen, cffi) call the *_init_sized functions with their struct's
+ * size. */
+MLAJIT_API mlajit_status mlajit_shape_init_sized(mlajit_shape* shape, size_t struct_size);
+MLAJIT_API mlajit_status mlajit_options_init_sized(mlajit_options* options, size_t struct_size);
+MLAJIT_API mlajit_status mlajit_batch_init_sized(mlajit_batch* batch, size_t struct_size);
+MLAJIT_API mlajit_status mlajit_run_args_init_sized(mlajit_run_args* args, size_t struct_size);
+#define mlajit_shape_init(shape) ((void)mlajit_shape_init_sized((shape), sizeof(*(shape))))
+#define mlajit_options_init(options) \
+  ((void)mlajit_options_init_sized((options), sizeof(*(options))))
+#define mlajit_batch_init(batch) ((void)mlajit_batch_init_sized((batch), sizeof(*(batch))))
+#define mlajit_run_args_init(args) ((void)mlajit_run_args_init_sized((args), sizeof(*(args))))
+/* The unsized symbols of programs built against a header before the macros: they fill the
+ * structs of that header (0.2.0's last layout) and no more, whatever this library's size. */
+MLAJIT_API void(mlajit_shape_init)(mlajit_shape* shape);
+MLAJIT_API void(mlajit_options_init)(mlajit_options* options);
+MLAJIT_API void(mlajit_batch_init)(mlajit_batch* batch);
+MLAJIT_API void(mlajit_run_args_init)(mlajit_run_args* args);
 
 /* Builds the object: checks the shape, loads (or compiles) the kernel for the device. `options`
  * may be NULL (defaults). On failure *out is set to NULL. */
@@ -262,7 +279,13 @@ typedef struct mlajit_merge_states_args {
   int32_t device;                      /* -1 (default): the current context's device, else 0 */
 } mlajit_merge_states_args;
 
-MLAJIT_API void mlajit_merge_states_args_init(mlajit_merge_states_args* args);
+/* Defaults and struct_size, as mlajit_shape_init (a macro passing sizeof; the unsized symbol
+ * for programs built before it). */
+MLAJIT_API mlajit_status mlajit_merge_states_args_init_sized(mlajit_merge_states_args* args,
+                                                             size_t struct_size);
+#define mlajit_merge_states_args_init(args) \
+  ((void)mlajit_merge_states_args_init_sized((args), sizeof(*(args))))
+MLAJIT_API void(mlajit_merge_states_args_init)(mlajit_merge_states_args* args);
 /* One launch on `stream`; CUDA-graph capturable. Every argument is checked first. */
 MLAJIT_API mlajit_status mlajit_merge_states(const mlajit_merge_states_args* args, void* stream);
 

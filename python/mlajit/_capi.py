@@ -169,8 +169,9 @@ class MlajitError(RuntimeError):
 _PROTOTYPES = {
     "mlajit_version": (c_char_p, []),
     "mlajit_last_error": (c_char_p, []),
-    "mlajit_shape_init": (None, [ctypes.POINTER(Shape)]),
-    "mlajit_options_init": (None, [ctypes.POINTER(Options)]),
+    # Sized: the library writes no byte past the ctypes struct (ctypes.sizeof), whatever its own.
+    "mlajit_shape_init_sized": (ctypes.c_int, [ctypes.POINTER(Shape), c_size_t]),
+    "mlajit_options_init_sized": (ctypes.c_int, [ctypes.POINTER(Options), c_size_t]),
     "mlajit_attention_create": (ctypes.c_int, [ctypes.POINTER(Shape), ctypes.POINTER(Options),
                                                ctypes.POINTER(c_void_p)]),
     "mlajit_attention_destroy": (None, [c_void_p]),

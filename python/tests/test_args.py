@@ -873,10 +873,10 @@ class ThroughTheLibrary(unittest.TestCase):
 
     def test_the_run_args_mirror_the_library_struct_and_its_defaults(self):
         library = library_or_skip(self)
-        init = library["mlajit_run_args_init"]
-        init.restype, init.argtypes = None, [ctypes.POINTER(_capi.RunArgs)]
+        init = library["mlajit_run_args_init_sized"]
+        init.restype, init.argtypes = ctypes.c_int, [ctypes.POINTER(_capi.RunArgs), ctypes.c_size_t]
         args = _capi.RunArgs()
-        init(ctypes.byref(args))
+        self.assertEqual(init(ctypes.byref(args), ctypes.sizeof(_capi.RunArgs)), 0)
         self.assertEqual(args.struct_size, ctypes.sizeof(_capi.RunArgs))  # the C sizeof
         self.assertEqual((args.kv_scale_ckv, args.kv_scale_kpe), (1.0, 1.0))
         self.assertIsNone(args.kv_scale_ckv_device)
@@ -887,7 +887,8 @@ class ThroughTheLibrary(unittest.TestCase):
     def test_the_shape_mirrors_the_library_struct_and_its_defaults(self):
         library = library_or_skip(self)
         shape = _capi.Shape()
-        library.mlajit_shape_init(ctypes.byref(shape))
+        self.assertEqual(library.mlajit_shape_init_sized(ctypes.byref(shape),
+                                                         ctypes.sizeof(_capi.Shape)), 0)
         self.assertEqual(shape.struct_size, ctypes.sizeof(_capi.Shape))  # the C sizeof
         self.assertEqual(shape.kv_dtype, _capi.KV_DTYPE_SAME)
         self.assertEqual(shape.kv_scales, _capi.KV_SCALES_PER_TENSOR)

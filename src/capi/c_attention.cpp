@@ -31,17 +31,44 @@ mlajit_status null_handle(const char* function) noexcept {
 
 extern "C" {
 
-void mlajit_shape_init(mlajit_shape* shape) {
-  if (shape != nullptr) *shape = mlajit::capi::default_shape();
+mlajit_status mlajit_shape_init_sized(mlajit_shape* shape, size_t struct_size) {
+  return guarded([&] {
+    mlajit::capi::init_struct(shape, struct_size, mlajit::capi::default_shape(),
+                              "mlajit_shape_init_sized", mlajit::capi::kShapeFirstLayout);
+  });
 }
-void mlajit_options_init(mlajit_options* options) {
-  if (options != nullptr) *options = mlajit::capi::default_options();
+mlajit_status mlajit_options_init_sized(mlajit_options* options, size_t struct_size) {
+  return guarded([&] {
+    mlajit::capi::init_struct(options, struct_size, mlajit::capi::default_options(),
+                              "mlajit_options_init_sized", mlajit::capi::kOptionsFirstLayout);
+  });
 }
-void mlajit_batch_init(mlajit_batch* batch) {
-  if (batch != nullptr) *batch = mlajit::capi::default_batch();
+mlajit_status mlajit_batch_init_sized(mlajit_batch* batch, size_t struct_size) {
+  return guarded([&] {
+    mlajit::capi::init_struct(batch, struct_size, mlajit::capi::default_batch(),
+                              "mlajit_batch_init_sized", mlajit::capi::kBatchFirstLayout);
+  });
 }
-void mlajit_run_args_init(mlajit_run_args* args) {
-  if (args != nullptr) *args = mlajit::capi::default_run_args();
+mlajit_status mlajit_run_args_init_sized(mlajit_run_args* args, size_t struct_size) {
+  return guarded([&] {
+    mlajit::capi::init_struct(args, struct_size, mlajit::capi::default_run_args(),
+                              "mlajit_run_args_init_sized", mlajit::capi::kRunArgsFirstLayout);
+  });
+}
+
+// The unsized symbols (the header's mlajit_*_init are macros; the parentheses keep them from
+// expanding here).
+void(mlajit_shape_init)(mlajit_shape* shape) {
+  if (shape != nullptr) mlajit_shape_init_sized(shape, mlajit::capi::kShapeUnsizedInit);
+}
+void(mlajit_options_init)(mlajit_options* options) {
+  if (options != nullptr) mlajit_options_init_sized(options, mlajit::capi::kOptionsUnsizedInit);
+}
+void(mlajit_batch_init)(mlajit_batch* batch) {
+  if (batch != nullptr) mlajit_batch_init_sized(batch, mlajit::capi::kBatchUnsizedInit);
+}
+void(mlajit_run_args_init)(mlajit_run_args* args) {
+  if (args != nullptr) mlajit_run_args_init_sized(args, mlajit::capi::kRunArgsUnsizedInit);
 }
 
 mlajit_status mlajit_attention_create(const mlajit_shape* shape, const mlajit_options* options,

@@ -113,7 +113,7 @@ mlajit_run_args default_run_args() {
 
 MlaShape to_shape(const mlajit_shape* shape) {
   const mlajit_shape c =
-      read_struct(shape, default_shape(), "shape", offsetof(mlajit_shape, kv_dtype));
+      read_struct(shape, default_shape(), "shape", kShapeFirstLayout);
   MlaShape cpp;
   cpp.num_heads = c.num_heads;
   cpp.head_dim_ckv = c.head_dim_ckv;
@@ -130,7 +130,7 @@ MlaOptions to_options(const mlajit_options* options) {
   if (options == nullptr) return MlaOptions{};
   // The 0.1.1 layout ended where kernel starts; a 0.2.0 one without compile_mode is read too.
   const mlajit_options c =
-      read_struct(options, default_options(), "options", offsetof(mlajit_options, kernel));
+      read_struct(options, default_options(), "options", kOptionsFirstLayout);
   MlaOptions cpp;
   cpp.device = c.device;
   cpp.force_tier = c.force_tier;
@@ -172,7 +172,7 @@ MlaRunArgs to_run_args(const mlajit_run_args* args) {
   // The 0.1 layout ended past sm_scale's padding (`reserved`), where the scales start; the
   // values are checked by run(), like every other field here.
   const mlajit_run_args c =
-      read_struct(args, default_run_args(), "args", offsetof(mlajit_run_args, kv_scale_ckv));
+      read_struct(args, default_run_args(), "args", kRunArgsFirstLayout);
   MlaRunArgs cpp;
   cpp.q_nope = c.q_nope;
   cpp.q_nope_stride_token = c.q_nope_stride_token;

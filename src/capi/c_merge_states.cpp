@@ -41,14 +41,26 @@ std::vector<mlajit::AttentionState> to_parts(const mlajit_merge_states_args& c) 
 
 extern "C" {
 
-void mlajit_merge_states_args_init(mlajit_merge_states_args* args) {
-  if (args != nullptr) *args = default_merge_states_args();
+mlajit_status mlajit_merge_states_args_init_sized(mlajit_merge_states_args* args,
+                                                  size_t struct_size) {
+  return mlajit::capi::guarded([&] {
+    mlajit::capi::init_struct(args, struct_size, default_merge_states_args(),
+                              "mlajit_merge_states_args_init_sized",
+                              mlajit::capi::kMergeStatesArgsFirstLayout);
+  });
+}
+
+void(mlajit_merge_states_args_init)(mlajit_merge_states_args* args) {  // the unsized symbol
+  if (args != nullptr) {
+    mlajit_merge_states_args_init_sized(args, mlajit::capi::kMergeStatesArgsUnsizedInit);
+  }
 }
 
 mlajit_status mlajit_merge_states(const mlajit_merge_states_args* args, void* stream) {
   return mlajit::capi::guarded([&] {
     const mlajit_merge_states_args c =
-        mlajit::capi::read_struct(args, default_merge_states_args(), "args");
+        mlajit::capi::read_struct(args, default_merge_states_args(), "args",
+                                   mlajit::capi::kMergeStatesArgsFirstLayout);
     const std::vector<mlajit::AttentionState> parts = to_parts(c);
     mlajit::MergeStatesArgs cpp;
     cpp.parts = parts.empty() ? nullptr : parts.data();

@@ -12,31 +12,49 @@
 
 namespace mlajit::capi {
 
-// `first_layout_size`: sizeof the struct in the first header version that had it, so that
-// programs built against that header keep working. Structs still at their first layout pass
-// sizeof(T); one with appended fields passes the offset of the first of them.
+// A struct size a caller states, `what` naming it: at least `first_layout_size` (sizeof the
+// struct in the first header version that had it, so that programs built against that
+// header keep working; structs still at their first layout pass sizeof, one with appended
+// fields the offset of the first of them), at most this library's `library_size`.
+inline void check_size(size_t size, const std::string& what, size_t library_size,
+                       size_t first_layout_size) {
+  if (size < first_layout_size) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}={} is too small: expected {}{} (sizeof the struct: the "
+                            "mlajit_*_init() macros fill it)",
+                            what, size, library_size,
+                            first_layout_size < library_size
+                                ? fmt::format(", or {} from an older mlajit.h", first_layout_size)
+                                : std::string()));
+  }
+  if (size > library_size) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("{}={} is larger than this library's {} bytes: the program was "
+                            "built against a newer mlajit.h than the library (version {}) it "
+                            "runs with",
+                            what, size, library_size, MLAJIT_VERSION_STRING));
+  }
+}
+
 template <typename T>
 void check_struct_size(const T* value, const char* name, size_t first_layout_size = sizeof(T)) {
   if (value == nullptr) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("{} is NULL", name));
   }
-  const size_t size = value->struct_size;
-  if (size < first_layout_size) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}->struct_size={} is too small: expected {}{} (set it to sizeof "
-                            "the struct, or fill the struct with its mlajit_*_init() function)",
-                            name, size, sizeof(T),
-                            first_layout_size < sizeof(T)
-                                ? fmt::format(", or {} from an older mlajit.h", first_layout_size)
-                                : std::string()));
+  check_size(value->struct_size, fmt::format("{}->struct_size", name), sizeof(T), first_layout_size);
+}
+
+// Fills the caller's struct, `struct_size` bytes by its own header (an older header's struct
+// is smaller than this library's), with the defaults: no byte past it is written.
+template <typename T>
+void init_struct(T* destination, size_t struct_size, T defaults, const char* function,
+                 size_t first_layout_size = sizeof(T)) {
+  if (destination == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: the struct pointer is NULL", function));
   }
-  if (size > sizeof(T)) {
-    throw Error(ErrorCode::kUnsupported,
-                fmt::format("{}->struct_size={} is larger than this library's {} bytes: the "
-                            "program was built against a newer mlajit.h than the library "
-                            "(version {}) it runs with",
-                            name, size, sizeof(T), MLAJIT_VERSION_STRING));
-  }
+  check_size(struct_size, fmt::format("{}: struct_size", function), sizeof(T), first_layout_size);
+  defaults.struct_size = struct_size;
+  std::memcpy(destination, &defaults, struct_size);
 }
 
 template <typename T>
