@@ -8,7 +8,9 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ringbuffer_sink.h>
 
+#include "common/logging.h"
 #include "driver/cuda_driver.h"
 #include "mlajit/error.h"
 
@@ -77,6 +79,29 @@ TEST_CASE("check() names the failed call and the CUDA error, with or without a d
 
 TEST_CASE("check() lets CUDA_SUCCESS through") {
   CHECK_NOTHROW(drv::check(CUDA_SUCCESS, "cuBar"));
+}
+
+TEST_CASE("a destructor's failed free is a warning, but not once the driver is shutting down") {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(8);
+  const auto log = mlajit::logger("mlajit.driver");
+  const spdlog::level::level_enum old_level = log->level();
+  log->sinks().push_back(sink);
+  log->set_level(spdlog::level::trace);
+  mlajit::driver::warn_in_destructor(CUDA_SUCCESS, "cuMemFree");
+  mlajit::driver::warn_in_destructor(CUDA_ERROR_INVALID_VALUE, "cuMemFree");
+  // At process exit (Python's interpreter teardown) every cached module's unload meets a
+  // driver that has released everything already: nothing for the user to act on.
+  mlajit::driver::warn_in_destructor(CUDA_ERROR_DEINITIALIZED, "cuLibraryUnload");
+  log->sinks().pop_back();
+  log->set_level(old_level);
+  const std::vector<spdlog::details::log_msg_buffer> records = sink->last_raw();
+  REQUIRE(records.size() == 2);
+  CHECK(records[0].level == spdlog::level::warn);
+  CHECK(std::string(records[0].payload.data(), records[0].payload.size())
+            .find("cuMemFree failed in a destructor") != std::string::npos);
+  CHECK(records[1].level == spdlog::level::debug);
+  CHECK(std::string(records[1].payload.data(), records[1].payload.size())
+            .find("cuLibraryUnload failed in a destructor") != std::string::npos);
 }
 
 TEST_CASE("DeviceInfo::arch spells sm_<major><minor> without a suffix") {

@@ -29,6 +29,10 @@ struct DeviceInfo {
 
 // Throws Error(kCudaError) naming the call and the CUDA error name/string when result != 0.
 void check(CUresult result, const char* call);
+// For frees and unloads in destructors, which must not throw: logs a failure at warn level,
+// except CUDA_ERROR_DEINITIALIZED (the driver is shutting down with the process and has
+// released everything already), at debug level.
+void warn_in_destructor(CUresult result, const char* call) noexcept;
 
 int driver_version();            // cuDriverGetVersion; throws kNoDriver without a driver
 int device_count();              // 0 is possible; throws kNoDriver without a driver

@@ -2,6 +2,7 @@
 // text. Works without a driver too (then it can only give the number).
 #include <fmt/format.h>
 
+#include "common/logging.h"
 #include "driver/cuda_driver.h"
 #include "driver/driver_api.h"
 #include "mlajit/error.h"
@@ -30,6 +31,16 @@ void check(CUresult result, const char* call) {
   throw Error(ErrorCode::kCudaError,
               fmt::format("{} failed: {}", call ? call : "a CUDA driver call",
                           detail::describe(result)));
+}
+
+void warn_in_destructor(CUresult result, const char* call) noexcept {
+  if (result == CUDA_SUCCESS) return;
+  try {
+    const auto level =
+        result == CUDA_ERROR_DEINITIALIZED ? spdlog::level::debug : spdlog::level::warn;
+    logger("mlajit.driver")->log(level, "{} failed in a destructor: {}", call, detail::describe(result));
+  } catch (...) {  // logging itself failed (out of memory): nothing more to do in a destructor
+  }
 }
 
 }  // namespace mlajit::driver

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "common/logging.h"
 #include "driver/cuda_driver.h"
 #include "driver/driver_api.h"
 #include "mlajit/error.h"
@@ -94,10 +93,7 @@ Library::Library(const std::vector<uint8_t>& image) {
 Library::~Library() {
   if (!library_) return;
   const detail::Api* cu = detail::api_if_loaded();
-  CUresult result = cu ? cu->cuLibraryUnload(library_) : CUDA_SUCCESS;
-  if (result != CUDA_SUCCESS) {
-    logger("mlajit.driver")->warn("cuLibraryUnload failed: {}", detail::describe(result));
-  }
+  if (cu) warn_in_destructor(cu->cuLibraryUnload(library_), "cuLibraryUnload");
 }
 
 Function Library::function(const std::string& lowered_name, int ordinal, int dynamic_smem_bytes) {

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "common/logging.h"
 #include "driver/cuda_driver.h"
 #include "driver/driver_api.h"
 #include "mlajit/error.h"
@@ -12,19 +11,14 @@ namespace mlajit::driver {
 namespace {
 
 // Frees in destructors: log, never throw (a destructor may run during unwinding).
-void warn_on_failure(CUresult result, const char* call) {
-  if (result == CUDA_SUCCESS) return;
-  logger("mlajit.driver")->warn("{} failed in a destructor: {}", call, detail::describe(result));
-}
-
 void free_device(CUdeviceptr ptr) {
   if (!ptr) return;
-  if (const detail::Api* cu = detail::api_if_loaded()) warn_on_failure(cu->cuMemFree(ptr), "cuMemFree");
+  if (const detail::Api* cu = detail::api_if_loaded()) warn_in_destructor(cu->cuMemFree(ptr), "cuMemFree");
 }
 
 void free_host(void* ptr) {
   if (!ptr) return;
-  if (const detail::Api* cu = detail::api_if_loaded()) warn_on_failure(cu->cuMemFreeHost(ptr), "cuMemFreeHost");
+  if (const detail::Api* cu = detail::api_if_loaded()) warn_in_destructor(cu->cuMemFreeHost(ptr), "cuMemFreeHost");
 }
 
 [[noreturn]] void throw_alloc_failure(CUresult result, const char* call, size_t bytes) {

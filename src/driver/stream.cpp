@@ -4,20 +4,11 @@
 
 #include <fmt/format.h>
 
-#include "common/logging.h"
 #include "driver/cuda_driver.h"
 #include "driver/driver_api.h"
 #include "mlajit/error.h"
 
 namespace mlajit::driver {
-namespace {
-
-void warn_on_failure(CUresult result, const char* call) {
-  if (result == CUDA_SUCCESS) return;
-  logger("mlajit.driver")->warn("{} failed in a destructor: {}", call, detail::describe(result));
-}
-
-}  // namespace
 
 void stream_synchronize(CUstream stream) {
   check(detail::api().cuStreamSynchronize(stream), "cuStreamSynchronize");
@@ -50,7 +41,7 @@ Stream::Stream() {
 Stream::~Stream() {
   if (!stream_) return;
   if (const detail::Api* cu = detail::api_if_loaded()) {
-    warn_on_failure(cu->cuStreamDestroy(stream_), "cuStreamDestroy");
+    warn_in_destructor(cu->cuStreamDestroy(stream_), "cuStreamDestroy");
   }
 }
 
@@ -62,7 +53,7 @@ Event::Event() {
 Event::~Event() {
   if (!event_) return;
   if (const detail::Api* cu = detail::api_if_loaded()) {
-    warn_on_failure(cu->cuEventDestroy(event_), "cuEventDestroy");
+    warn_in_destructor(cu->cuEventDestroy(event_), "cuEventDestroy");
   }
 }
 
@@ -99,8 +90,8 @@ Graph Graph::end_capture(CUstream stream) {
 Graph::~Graph() {
   const detail::Api* cu = detail::api_if_loaded();
   if (!cu) return;
-  if (exec_) warn_on_failure(cu->cuGraphExecDestroy(exec_), "cuGraphExecDestroy");
-  if (graph_) warn_on_failure(cu->cuGraphDestroy(graph_), "cuGraphDestroy");
+  if (exec_) warn_in_destructor(cu->cuGraphExecDestroy(exec_), "cuGraphExecDestroy");
+  if (graph_) warn_in_destructor(cu->cuGraphDestroy(graph_), "cuGraphDestroy");
 }
 
 Graph::Graph(Graph&& other) noexcept
