@@ -4,7 +4,7 @@
 # argument and PyTorch tests; on an H200 also the default `mlajit bench` (auto; against the
 # PERF.md tables and the peers) and the 16-head e4m3 / bf16 pair of issue 12.
 # Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; cp this file to carry/gpu/f.sh.
-# Device call, carry ["carry/gpu"]: bash carry/gpu/f.sh. Writes $OUT/f.txt and $OUT/f.tgz.
+# Device call, carry ["carry/gpu"]: [H200_ONLY=1] bash carry/gpu/f.sh. Writes $OUT/f.txt, $OUT/f.tgz.
 cd "$(dirname "$0")"; g=$PWD
 RES=${OUT:-$g/out}; L=$g/logs; mkdir -p "$RES" "$L" "$g/csv"; log=$RES/f.txt
 trap 'tar -C $g -czf $RES/f.tgz logs csv 2>/dev/null' EXIT
@@ -12,6 +12,8 @@ export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu --format=csv,noheader | tee -a $log
 source ./sitting-lib.sh  # step()
+# H200_ONLY=1: nothing but the H200 part (a call that got another card costs only its start).
+[[ ${H200_ONLY:-0} == 1 && $name != *H200* ]] && { echo "--- not an H200: stopping" >> $log; exit 0; }
 if [[ $name == *H200* ]]; then
   step bench_auto 240 prefix/bin/mlajit bench --csv $g/csv/auto.csv
   step e4m3_16h 120 prefix/bin/mlajit bench --kv-dtype e4m3 --shape 16,128,16384,64 --shape 16,64,4096,64 --shape 16,128,4096,64,2,1 --csv $g/csv/e4m3_16h.csv
