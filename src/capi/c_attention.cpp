@@ -32,28 +32,24 @@ mlajit_status null_handle(const char* function) noexcept {
 extern "C" {
 
 mlajit_status mlajit_shape_init_sized(mlajit_shape* shape, size_t struct_size) {
-  return guarded([&] {
-    mlajit::capi::init_struct(shape, struct_size, mlajit::capi::default_shape(),
-                              "mlajit_shape_init_sized", mlajit::capi::kShapeFirstLayout);
-  });
+  return mlajit::capi::init_struct_guarded(shape, struct_size, mlajit::capi::default_shape,
+                                           "mlajit_shape_init_sized",
+                                           mlajit::capi::kShapeFirstLayout);
 }
 mlajit_status mlajit_options_init_sized(mlajit_options* options, size_t struct_size) {
-  return guarded([&] {
-    mlajit::capi::init_struct(options, struct_size, mlajit::capi::default_options(),
-                              "mlajit_options_init_sized", mlajit::capi::kOptionsFirstLayout);
-  });
+  return mlajit::capi::init_struct_guarded(options, struct_size, mlajit::capi::default_options,
+                                           "mlajit_options_init_sized",
+                                           mlajit::capi::kOptionsFirstLayout);
 }
 mlajit_status mlajit_batch_init_sized(mlajit_batch* batch, size_t struct_size) {
-  return guarded([&] {
-    mlajit::capi::init_struct(batch, struct_size, mlajit::capi::default_batch(),
-                              "mlajit_batch_init_sized", mlajit::capi::kBatchFirstLayout);
-  });
+  return mlajit::capi::init_struct_guarded(batch, struct_size, mlajit::capi::default_batch,
+                                           "mlajit_batch_init_sized",
+                                           mlajit::capi::kBatchFirstLayout);
 }
 mlajit_status mlajit_run_args_init_sized(mlajit_run_args* args, size_t struct_size) {
-  return guarded([&] {
-    mlajit::capi::init_struct(args, struct_size, mlajit::capi::default_run_args(),
-                              "mlajit_run_args_init_sized", mlajit::capi::kRunArgsFirstLayout);
-  });
+  return mlajit::capi::init_struct_guarded(args, struct_size, mlajit::capi::default_run_args,
+                                           "mlajit_run_args_init_sized",
+                                           mlajit::capi::kRunArgsFirstLayout);
 }
 
 // The unsized symbols (the header's mlajit_*_init are macros; the parentheses keep them from

@@ -43,11 +43,9 @@ extern "C" {
 
 mlajit_status mlajit_merge_states_args_init_sized(mlajit_merge_states_args* args,
                                                   size_t struct_size) {
-  return mlajit::capi::guarded([&] {
-    mlajit::capi::init_struct(args, struct_size, default_merge_states_args(),
-                              "mlajit_merge_states_args_init_sized",
-                              mlajit::capi::kMergeStatesArgsFirstLayout);
-  });
+  return mlajit::capi::init_struct_guarded(args, struct_size, default_merge_states_args,
+                                           "mlajit_merge_states_args_init_sized",
+                                           mlajit::capi::kMergeStatesArgsFirstLayout);
 }
 
 void(mlajit_merge_states_args_init)(mlajit_merge_states_args* args) {  // the unsized symbol

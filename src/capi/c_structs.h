@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "capi/c_status.h"
 #include "mlajit/error.h"
 
 namespace mlajit::capi {
@@ -55,6 +56,13 @@ void init_struct(T* destination, size_t struct_size, T defaults, const char* fun
   check_size(struct_size, fmt::format("{}: struct_size", function), sizeof(T), first_layout_size);
   defaults.struct_size = struct_size;
   std::memcpy(destination, &defaults, struct_size);
+}
+
+// init_struct behind the C ABI's error boundary: the body of every mlajit_*_init_sized.
+template <typename T>
+mlajit_status init_struct_guarded(T* destination, size_t struct_size, T (*defaults)(),
+                                  const char* function, size_t first_layout_size) noexcept {
+  return guarded([&] { init_struct(destination, struct_size, defaults(), function, first_layout_size); });
 }
 
 template <typename T>

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# The hopper family with the softmax's exponentials in the output warpgroups (the scores
-# warpgroup publishes its tile's scores as f16 exponents relative to the row maxima into P's
-# tile and goes on to the next Q K^T; each output warpgroup turns its token half of them into
-# P in place and keeps that half's row sums; the left one writes the LSE), against main's
-# build before it (issue 10), in one device call: `mlajit verify --kernel hopper` first (the
-# call stops there if it fails: a hang would only burn the rest), the GPU suite forced to
-# hopper, then `mlajit bench --kernel hopper` rounds of new and old in turn, the suite on auto,
-# and racecheck / synccheck of both sanitize cases forced to hopper.
+# A hopper kernel change built into the library against an older build of main (its install
+# prefix), in one device call: `mlajit verify --kernel hopper` first (the call stops there if it
+# fails: a hang would only burn the rest), the GPU suite forced to hopper, then `mlajit bench
+# --kernel hopper` rounds of new and old in turn (bf16 and e4m3 shapes), the suite on auto, and
+# racecheck / synccheck of both sanitize cases forced to hopper. For changes whose host side
+# differs too (shared memory, barriers), where a kernel copy under MLAJIT_KERNEL_DIR would not
+# match the host. Used for a20ed18 (stage halves) and the softmax split of 2026-12-06d.
 # Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; the old build's install prefix in
 # carry/gpu/old/prefix (a worktree of the old commit, cmake -DMLAJIT_BUILD_TESTS=OFF,
 # cmake --install); cp this file to carry/gpu/h.sh.
