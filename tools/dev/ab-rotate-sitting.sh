@@ -13,8 +13,7 @@ export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/
 rounds=$1; shift; names=(); while [[ $# -gt 0 && $1 != -- ]]; do names+=("$1"); shift; done; shift
 args=(); for s in "$@"; do args+=(--shape "$s"); done
 nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a $log
-kenv() { [[ $1 == main ]] && echo "MLAJIT_CACHE_DIR=$g/uc-main" || echo "MLAJIT_KERNEL_DIR=$g/$1/kernels MLAJIT_CACHE_DIR=$g/uc-$1"; }
-source ./sitting-lib.sh  # step()
+source ./sitting-lib.sh  # step(), kenv()
 n=${#names[@]}
 for r in $(seq 0 $((rounds - 1))); do
   for i in $(seq 0 $((n - 1))); do

@@ -18,8 +18,7 @@ export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/
 rounds=${1:-2}
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu --format=csv,noheader | tee -a $log
-kenv() { [[ $1 == main ]] && echo "MLAJIT_CACHE_DIR=$g/uc-main" || echo "MLAJIT_KERNEL_DIR=$g/$1/kernels MLAJIT_CACHE_DIR=$g/uc-$1"; }
-source ./sitting-lib.sh  # step()
+source ./sitting-lib.sh  # step(), kenv()
 step verify_new 120 env $(kenv new) prefix/bin/mlajit verify
 step suite_new_hopper 150 env $(kenv new) MLAJIT_TEST_KERNEL=hopper ./mlajit_gpu_tests
 step suite_new_auto 150 env $(kenv new) ./mlajit_gpu_tests

@@ -16,8 +16,7 @@ rounds=$1; shift; names=(); while [[ $# -gt 0 && $1 != -- ]]; do names+=("$1"); 
 shapes=("$@"); [[ ${#shapes[@]} -eq 0 ]] && shapes=(128,64,16384,64 128,128,1024,64 128,64,4096,64,2,1 128,64,4096,64,4,1 64,64,16384,64 16,128,16384,64)
 args=(); for s in "${shapes[@]}"; do args+=(--shape "$s"); done
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu --format=csv,noheader | tee -a $log
-kenv() { [[ $1 == main ]] && echo "MLAJIT_CACHE_DIR=$g/uc-main" || echo "MLAJIT_KERNEL_DIR=$g/$1/kernels MLAJIT_CACHE_DIR=$g/uc-$1"; }
-source ./sitting-lib.sh  # step()
+source ./sitting-lib.sh  # step(), kenv()
 for n in "${names[@]}"; do
   [[ $n == main || ${SUITE:-1} == 0 ]] && continue
   step suite_$n 150 env $(kenv $n) MLAJIT_TEST_KERNEL=hopper ./mlajit_gpu_tests
