@@ -4,7 +4,10 @@
 # hopper and racecheck / synccheck on the variant (carry/gpu/kloop/kernels), then `mlajit bench
 # --kernel hopper` over bf16 and e4m3 caches, main and the variant in rotated order.
 # Prepare: scripts/prepare-gpu-sitting.sh carry/gpu (main's tree); the variant's kernels in
-# carry/gpu/kloop/kernels; this file as carry/gpu/k.sh, tools/dev/bench_table.py beside it.
+# carry/gpu/kloop/kernels (mkdir -p carry/gpu/kloop; git archive HEAD kernels | tar -x -C
+# carry/gpu/kloop; patch -p1 -d carry/gpu/kloop <
+# tools/dev/results/sitting-2026-12-06e/hopper-qk-region-loop.patch); this file as
+# carry/gpu/k.sh, tools/dev/bench_table.py beside it.
 # Device call, carry ["carry/gpu"]: bash carry/gpu/k.sh ROUNDS. Writes $OUT/k.txt, $OUT/k.tgz.
 cd "$(dirname "$0")"; g=$PWD
 RES=${OUT:-$g/out}; L=$g/logsk; mkdir -p "$RES" "$L" "$g/csvk"; log=$RES/k.txt
