@@ -15,9 +15,7 @@ export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a $log
 source ./sitting-lib.sh  # step()
 var() { local v=$1; shift; MLAJIT_KERNEL_DIR=$g/var/$v/kernels MLAJIT_CACHE_DIR=$g/uc-$v MLAJIT_TEST_KERNEL=hopper "$@"; }
-shapes=(--shape 128,64,16384,64 --shape 128,128,16384,64 --shape 128,128,1024,64 --shape 128,16,4096,64
-        --shape 128,1,1024,64 --shape 128,64,4096,64,2,1 --shape 128,64,4096,1 --shape 64,64,16384,64
-        --shape 16,128,16384,64 --shape 16,128,4096,64,2,1)
+shapes=("${HOPPER_AB_SHAPES[@]}")
 bench() {  # variant round
   var $1 step bench_$1_r$2 90 prefix/bin/mlajit bench --kernel hopper "${shapes[@]}" --csv $g/csvd/s_$1_r$2.csv
   var $1 step bench8_$1_r$2 60 prefix/bin/mlajit bench --kernel hopper --kv-dtype e4m3 \

@@ -9,16 +9,11 @@
 # tools/dev/results/sitting-2026-12-06e/hopper-qk-region-loop.patch); this file as
 # carry/gpu/k.sh, tools/dev/bench_table.py beside it.
 # Device call, carry ["carry/gpu"]: bash carry/gpu/k.sh ROUNDS. Writes $OUT/k.txt, $OUT/k.tgz.
-cd "$(dirname "$0")"; g=$PWD
-RES=${OUT:-$g/out}; L=$g/logsk; mkdir -p "$RES" "$L" "$g/csvk"; log=$RES/k.txt
-trap 'tar -C $g -czf $RES/k.tgz logsk csvk 2>/dev/null' EXIT
-export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/cache
-nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a $log
-source ./sitting-lib.sh
+cd "$(dirname "$0")"
+source ./sitting-lib.sh  # step, kenv, begin_sitting, HOPPER_AB_SHAPES
+begin_sitting k
 rounds=${1:-3}
-shapes=(--shape 128,64,16384,64 --shape 128,128,16384,64 --shape 128,128,1024,64 --shape 128,16,4096,64
-        --shape 128,1,1024,64 --shape 128,64,4096,64,2,1 --shape 128,64,4096,1 --shape 64,64,16384,64
-        --shape 16,128,16384,64 --shape 16,128,4096,64,2,1)
+shapes=("${HOPPER_AB_SHAPES[@]}")
 fp8=(--shape 128,64,16384,64 --shape 128,128,1024,64 --shape 16,128,16384,64)
 step verify_kloop 90 env $(kenv kloop) prefix/bin/mlajit verify --kernel hopper
 grep -q "verify_kloop rc=0" $log || { tail -5 $L/verify_kloop.txt >> $log; echo "verify failed: stop" >> $log; exit 1; }
@@ -28,10 +23,10 @@ step race_kloop 120 env $(kenv kloop) MLAJIT_TEST_KERNEL=hopper compute-sanitize
 step sync_kloop 120 env $(kenv kloop) MLAJIT_TEST_KERNEL=hopper compute-sanitizer --tool synccheck ./mlajit_gpu_tests "[.sanitize]"
 for r in $(seq 0 $((rounds - 1))); do
   for v in $( ((r % 2)) && echo "kloop main" || echo "main kloop"); do
-    step bench_${v}_r$r 150 env $(kenv $v) prefix/bin/mlajit bench --kernel hopper "${shapes[@]}" --csv $g/csvk/b_${v}_r$r.csv
-    step fp8_${v}_r$r 150 env $(kenv $v) prefix/bin/mlajit bench --kernel hopper --kv-dtype e4m3 "${fp8[@]}" --csv $g/csvk/f_${v}_r$r.csv
+    step bench_${v}_r$r 150 env $(kenv $v) prefix/bin/mlajit bench --kernel hopper "${shapes[@]}" --csv $C/b_${v}_r$r.csv
+    step fp8_${v}_r$r 150 env $(kenv $v) prefix/bin/mlajit bench --kernel hopper --kv-dtype e4m3 "${fp8[@]}" --csv $C/f_${v}_r$r.csv
   done
 done
-python3 ./bench_table.py $g/csvk b_ | tee -a $log
-python3 ./bench_table.py $g/csvk f_ | tee -a $log
+python3 ./bench_table.py $C b_ | tee -a $log
+python3 ./bench_table.py $C f_ | tee -a $log
 echo "--- $(date +%T) done" >> $log

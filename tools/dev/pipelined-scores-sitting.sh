@@ -13,9 +13,7 @@ export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw --format=csv,noheader | tee -a $log
 source ./sitting-lib.sh  # step()
 pipe() { MLAJIT_KERNEL_DIR=$g/var/pipe/kernels MLAJIT_CACHE_DIR=$g/uc-pipe MLAJIT_TEST_KERNEL=hopper "$@"; }
-shapes=(--shape 128,64,16384,64 --shape 128,128,16384,64 --shape 128,128,1024,64 --shape 128,16,4096,64
-        --shape 128,1,1024,64 --shape 128,64,4096,64,2,1 --shape 128,64,4096,1 --shape 64,64,16384,64
-        --shape 16,128,16384,64 --shape 16,128,4096,64,2,1)
+shapes=("${HOPPER_AB_SHAPES[@]}")
 bench() {  # variant round
   local dir=""; [[ $1 == pipe ]] && dir=$g/var/pipe/kernels
   MLAJIT_KERNEL_DIR=$dir MLAJIT_CACHE_DIR=$g/uc-$1 step bench_$1_r$2 90 prefix/bin/mlajit bench \
