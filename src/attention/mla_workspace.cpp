@@ -27,6 +27,12 @@ void copy_array(void* base, size_t offset, const std::vector<T>& values) {
   if (!values.empty()) std::memcpy(static_cast<char*>(base) + offset, values.data(), values.size() * sizeof(T));
 }
 
+// Work items and merge records are records of one size, so the merge records can follow the
+// plan's last work item in one array: one copy carries a plan, whatever its record counts.
+constexpr size_t kRecordBytes = sizeof(mlajit_kernel::MlaWorkItem);
+static_assert(sizeof(mlajit_kernel::MlaMergeRecord) == kRecordBytes,
+              "merge records share the work items' array");
+
 }  // namespace
 
 MlaWorkspace::MlaWorkspace(int max_ctas, int head_dim_ckv, int o_dtype_bytes)
@@ -38,9 +44,8 @@ MlaWorkspace::Layout MlaWorkspace::layout_for(const Capacity& capacity) const {
   const size_t indptr_bytes = (static_cast<size_t>(max_ctas_) + 1) * sizeof(int32_t);
   l.work_indptr = 0;
   l.merge_indptr = align_up(l.work_indptr + indptr_bytes, 256);
-  l.work_items = align_up(l.merge_indptr + indptr_bytes, 256);
-  l.merge_records = align_up(l.work_items + capacity.work_items * sizeof(mlajit_kernel::MlaWorkItem), 256);
-  l.plan_end = align_up(l.merge_records + capacity.merge_records * sizeof(mlajit_kernel::MlaMergeRecord), 256);
+  l.records = align_up(l.merge_indptr + indptr_bytes, 256);
+  l.plan_end = align_up(l.records + (capacity.work_items + capacity.merge_records) * kRecordBytes, 256);
   // Device-only parts follow the plan region, which itself follows the barrier words.
   l.partial_lse = align_up(kBarrierBytes + l.plan_end, 256);
   l.partial_o = align_up(l.partial_lse + capacity.partial_rows * sizeof(float), 256);
@@ -104,12 +109,16 @@ uint64_t MlaWorkspace::reservation_for(const Capacity& need) const {
 
 void MlaWorkspace::reserve(uint64_t bytes) { allocate(capacity_for_bytes(bytes)); }
 
-void MlaWorkspace::write_plan(const plan::Plan& plan) {
-  void* base = pinned_.data();
+size_t MlaWorkspace::write_plan(const plan::Plan& plan) {
+  char* base = static_cast<char*>(pinned_.data());
   copy_array(base, layout_.work_indptr, plan.work_indptr);
-  copy_array(base, layout_.work_items, plan.work_items);
-  copy_array(base, layout_.merge_indptr, plan.merge_indptr);
-  copy_array(base, layout_.merge_records, plan.merge_records);
+  copy_array(base, layout_.records, plan.work_items);
+  // The merge records' indexes count from the array's start, past the work items.
+  const auto items = static_cast<int32_t>(plan.work_items.size());
+  auto* merge_indptr = reinterpret_cast<int32_t*>(base + layout_.merge_indptr);
+  for (size_t i = 0; i < plan.merge_indptr.size(); ++i) merge_indptr[i] = plan.merge_indptr[i] + items;
+  copy_array(base, layout_.records + items * kRecordBytes, plan.merge_records);
+  return layout_.records + (plan.work_items.size() + plan.merge_records.size()) * kRecordBytes;
 }
 
 void MlaWorkspace::grow_for(const plan::Plan& plan, Growth growth) {
@@ -152,19 +161,9 @@ void MlaWorkspace::upload(const plan::Plan& plan, CUstream stream, Growth growth
   // The previous copy may still be reading the pinned buffer.
   if (copy_done_) copy_done_->synchronize();
   else copy_done_.emplace();
-  write_plan(plan);
-  // Copy only what the plan uses (capacity beyond it is stale and never read): the index
-  // arrays with the work items, then the merge records if there are any.
-  const CUdeviceptr plan_base = device_.ptr() + kBarrierBytes;
-  const auto* pinned = static_cast<const char*>(pinned_.data());
-  driver::memcpy_htod_async(plan_base, pinned,
-                            layout_.work_items + plan.work_items.size() * sizeof(mlajit_kernel::MlaWorkItem),
-                            stream);
-  if (!plan.merge_records.empty()) {
-    driver::memcpy_htod_async(plan_base + layout_.merge_records, pinned + layout_.merge_records,
-                              plan.merge_records.size() * sizeof(mlajit_kernel::MlaMergeRecord),
-                              stream);
-  }
+  // Only what the plan uses (capacity beyond it is stale and never read), in one copy.
+  const size_t bytes = write_plan(plan);
+  driver::memcpy_htod_async(device_.ptr() + kBarrierBytes, pinned_.data(), bytes, stream);
   copy_done_->record(stream);
 }
 
@@ -173,11 +172,10 @@ void MlaWorkspace::fill_params(mlajit_kernel::MlaParams* params) const {
   const CUdeviceptr plan = base + kBarrierBytes;
   params->barrier = reinterpret_cast<uint32_t*>(base);
   params->work_indptr = reinterpret_cast<const int32_t*>(plan + layout_.work_indptr);
-  params->work_items =
-      reinterpret_cast<const mlajit_kernel::MlaWorkItem*>(plan + layout_.work_items);
+  params->work_items = reinterpret_cast<const mlajit_kernel::MlaWorkItem*>(plan + layout_.records);
   params->merge_indptr = reinterpret_cast<const int32_t*>(plan + layout_.merge_indptr);
   params->merge_records =
-      reinterpret_cast<const mlajit_kernel::MlaMergeRecord*>(plan + layout_.merge_records);
+      reinterpret_cast<const mlajit_kernel::MlaMergeRecord*>(plan + layout_.records);
   params->partial_lse = reinterpret_cast<float*>(base + layout_.partial_lse);
   params->partial_o = reinterpret_cast<void*>(base + layout_.partial_o);
 }

@@ -6,7 +6,9 @@
 // Every array sits at an offset fixed by the workspace's capacities, not by the plan at hand:
 // a kernel launch captured in a CUDA graph holds these pointers, and a re-plan that fits the
 // capacities must leave them where they are. Only growth moves them: logged, and refused when
-// the caller both reserved the workspace and pinned the grid (the CUDA-graph setup).
+// the caller both reserved the workspace and pinned the grid (the CUDA-graph setup). Within
+// the array of work items the merge records follow the plan's last item: the array's start is
+// fixed, and the uploaded merge indexes say where the records are.
 #include <cuda.h>
 
 #include <cstdint>
@@ -57,7 +59,8 @@ class MlaWorkspace {
 
  private:
   struct Layout {
-    size_t work_indptr = 0, work_items = 0, merge_indptr = 0, merge_records = 0;
+    size_t work_indptr = 0, merge_indptr = 0;
+    size_t records = 0;  // the work items, then the merge records (MlaParams points at both)
     size_t plan_end = 0, partial_lse = 0, partial_o = 0, total = 0;
   };
   Layout layout_for(const Capacity& capacity) const;
@@ -65,7 +68,8 @@ class MlaWorkspace {
   bool indexes_fit(const plan::Plan& plan) const;
   void allocate(const Capacity& capacity);
   void grow_for(const plan::Plan& plan, Growth growth);
-  void write_plan(const plan::Plan& plan);
+  // Fills the pinned buffer; returns the bytes from its start the plan uses.
+  size_t write_plan(const plan::Plan& plan);
 
   int max_ctas_;
   int row_bytes_;  // one partial O row
