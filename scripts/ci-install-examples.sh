@@ -115,7 +115,7 @@ cat > "$work/helper_check.c" <<'EOF_C'
 int main(void) {
   mlajit_precompile_result result;
   result.struct_size = sizeof(result);
-  mlajit_status status = mlajit_precompile("spin;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;"
+  mlajit_status status = mlajit_precompile("spin;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;"
                                            "stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                                            &result);
   if (status != MLAJIT_OK) {
@@ -141,7 +141,7 @@ else
   grep -q "started compiler helper $libdir/mlajit-compiler-helper" "$work/helper_check.txt" ||
     fail "the installed library did not start the installed helper $libdir/mlajit-compiler-helper"
   MLAJIT_COMPILE_MODE=process "$prefix/bin/mlajit" precompile --arch sm_90 --dtype bf16 \
-    --head-dims 256/32 --causal 0 --out "$work/cli-cache" -q >/dev/null ||
+    --head-dims 256/32 --out "$work/cli-cache" -q >/dev/null ||
     fail "the installed CLI did not compile through the installed helper"
 fi
 echo "ci-install-examples: ok"

@@ -114,7 +114,7 @@ set +e
 import sys
 import mlajit
 try:
-    print(mlajit.precompile("spin;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+    print(mlajit.precompile("spin;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;"
                             "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"))
 except mlajit.MlajitError as error:
     print(error)
@@ -133,7 +133,7 @@ else
   grep -qF "started compiler helper $helper " "$work/helper_compile.txt" ||
     fail "the installed library did not start the package's helper $helper"
   "${compile_env[@]}" PATH="$work/venv/bin:$PATH" mlajit precompile --arch sm_90 --dtype bf16 \
-    --head-dims 256/32 --causal 0 --out "$work/cli-cache" -q > "$work/cli_compile.txt" 2>&1 ||
+    --head-dims 256/32 --out "$work/cli-cache" -q > "$work/cli_compile.txt" 2>&1 ||
     { cat "$work/cli_compile.txt"; fail "the installed CLI did not compile through a helper"; }
   grep -qF "started compiler helper $helper " "$work/cli_compile.txt" ||
     { cat "$work/cli_compile.txt"; fail "the installed CLI did not start the package's helper"; }

@@ -509,13 +509,14 @@ void add_parser_cases(std::vector<BadInput>& cases) {
   };
   spec_case("empty text", "family", "");
   spec_case("unknown field", "'wat'", good + ";wat=1");
-  spec_case("field twice", "'causal'", good + ";causal=1");
+  spec_case("field twice", "'stages'", good + ";stages=1");
   spec_case("field missing", "'arch'", good.substr(0, good.find(";arch=")));
   spec_case("ckv = 0", "'ckv'", replace("ckv=512", "ckv=0"));
   spec_case("ckv = 99999999999 (overflows int)", "'ckv'", replace("ckv=512", "ckv=99999999999"));
   spec_case("dtype fp8", "'q'", replace("q=bf16", "q=fp8"));
   spec_case("arch sm_9", "'arch'", replace("arch=sm_90", "arch=sm_9"));
-  spec_case("causal = 2", "'causal'", replace("causal=0", "causal=2"));
+  spec_case("qk_shard = 2", "'qk_shard'", replace("qk_shard=1", "qk_shard=2"));
+  spec_case("causal (a run-time value)", "'causal'", good + ";causal=1");
   cases.push_back({"parse_dtype", "\"fp32\"", "'fp32'", ErrorCode::kInvalidArgument,
                    [] { mlajit::parse_dtype("fp32"); }});
 }
@@ -605,7 +606,7 @@ TEST_CASE("the well-formed inputs the bad-input cases start from are accepted", 
   split.ckv_scales_stride_page = 4 * 64;
   REQUIRE_NOTHROW(mlajit::validate_run_args(v32_shape(), split, kPlannedTokens));
   REQUIRE_NOTHROW(mlajit::KernelSpec::parse(
-      "portable;q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+      "portable;q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;kpe=64;stages=2;"
       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"));
 }
 

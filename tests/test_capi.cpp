@@ -698,7 +698,7 @@ TEST_CASE("a valid spec text precompiles into MLAJIT_CACHE_DIR without a GPU, on
 
   // A miss with JIT off: a miss that builds nothing, and the no-JIT flag.
   mlajit::KernelSpec other = mlajit::KernelSpec::parse(spec);
-  other.causal = !other.causal;
+  other.q_dtype = other.kv_dtype = other.o_dtype = mlajit::DType::kFloat16;
   const ProcessResult refused = run_worker(environment + " MLAJIT_NO_JIT=1", other.text());
   INFO(refused.out);
   CHECK(refused.exit_code == 1);

@@ -269,10 +269,9 @@ uint64_t total_bytes(const std::vector<fs::path>& files) {
   return bytes;
 }
 
-KernelSpec spec_for(const std::string& arch, bool causal) {
+KernelSpec spec_for(const std::string& arch) {
   KernelSpec spec;
   spec.arch = arch;
-  spec.causal = causal;
   return spec;
 }
 
@@ -285,7 +284,7 @@ void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
   // sm_90a: an arch-specific target, as a Hopper-only family's specs carry.
   const std::vector<std::string> archs{"sm_80", "sm_90a", "sm_100", "sm_120"};
   for (int i = 0; i < count; ++i) {
-    KernelSpec spec = spec_for(archs[i % archs.size()], i % 2 == 1);
+    KernelSpec spec = spec_for(archs[i % archs.size()]);
     spec.head_dim_ckv = i / 4 % 2 ? 256 : 512;
     spec.head_dim_kpe = i / 4 % 2 ? 32 : 64;
     spec.q_dtype = spec.kv_dtype = spec.o_dtype = i / 8 % 2 ? DType::kFloat16 : DType::kBFloat16;
@@ -314,13 +313,13 @@ void fill_cache(const std::string& dir, int count, size_t payload_bytes) {
 TEST_CASE("the default fleet matrix is every family's rows on every profiled arch it runs on") {
   using namespace mlajit::family;
   const auto specs = fleet_matrix(FleetMatrixOptions{});
-  // portable: every profiled arch x (2 dtypes x 2 head dims x causal + bf16 queries over an
-  // e4m3 cache at 512/64, with per-tensor and per-token scales, x causal); hopper: sm_90a x
-  // (2 dtypes + bf16 over e4m3 with per-tensor and per-token scales) x causal (512/64 only).
-  // And merge_states (merge_states.h), once per profiled arch.
+  // portable: every profiled arch x (2 dtypes x 2 head dims + bf16 queries over an e4m3 cache
+  // at 512/64, with per-tensor and per-token scales); hopper: sm_90a x (2 dtypes + bf16 over
+  // e4m3 with per-tensor and per-token scales) (512/64 only). No causal rows: the mask is a
+  // run-time value. And merge_states (merge_states.h), once per profiled arch.
   const size_t archs = mlajit::jit::device_profiles().size();
-  const size_t portable_rows = archs * (2 * 2 * 2 + 2 * 2);
-  CHECK(specs.size() == portable_rows + 8 + archs);
+  const size_t portable_rows = archs * (2 * 2 + 2);
+  CHECK(specs.size() == portable_rows + 4 + archs);
   std::set<std::string> texts;
   size_t hopper_rows = 0, merge_rows = 0;
   for (const auto& spec : specs) {
@@ -346,7 +345,7 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
       CHECK(spec.q_dtype == spec.kv_dtype);
     }
   }
-  CHECK(hopper_rows == 8);
+  CHECK(hopper_rows == 4);
   CHECK(merge_rows == archs);
   CHECK(texts.size() == specs.size());  // no duplicates
   FleetMatrixOptions portable_only;
@@ -354,7 +353,7 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   CHECK(fleet_matrix(portable_only).size() == portable_rows);
   FleetMatrixOptions hopper_only;
   hopper_only.kernel = "hopper";
-  CHECK(fleet_matrix(hopper_only).size() == 8);
+  CHECK(fleet_matrix(hopper_only).size() == 4);
 }
 
 TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects unknown ones") {
@@ -364,15 +363,13 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.dtypes = {DType::kBFloat16};
   options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
-  // hopper's rows are sm_90a whatever the 9.0 arch asked: 2 specs, however many times asked.
-  CHECK(fleet_matrix(options).size() == 6);
+  // hopper's rows are sm_90a whatever the 9.0 arch asked: 1 spec, however many times asked.
+  CHECK(fleet_matrix(options).size() == 3);
   options.kernel = "portable";
   const auto specs = fleet_matrix(options);
-  REQUIRE(specs.size() == 4);  // sm_90 and sm_90a, causal 0/1; "90" is sm_90 again
+  REQUIRE(specs.size() == 2);  // sm_90 and sm_90a; "90" is sm_90 again
   CHECK(specs[0].arch == "sm_90");
-  CHECK(specs[2].arch == "sm_90a");
-  CHECK(!specs[0].causal);
-  CHECK(specs[1].causal);
+  CHECK(specs[1].arch == "sm_90a");
   options.archs = {"sm_999"};
   CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
   options.archs = {"sm_90"};
@@ -385,8 +382,8 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.kv_dtypes = {DType::kFloat8E4M3};
   options.head_dims = {};
   const auto fp8 = fleet_matrix(options);
-  // portable and hopper: bf16 queries, 512/64, causal 0/1, per-tensor and per-token scales.
-  REQUIRE(fp8.size() == 8);
+  // portable and hopper: bf16 queries, 512/64, per-tensor and per-token scales.
+  REQUIRE(fp8.size() == 4);
   size_t token_scaled = 0;
   for (const auto& spec : fp8) {
     const bool per_token = spec.kv_scales == KvScales::kPerToken128;
@@ -394,8 +391,8 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
     CHECK(spec.text().find(spec.family + (per_token ? ";q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;"
                                                     : ";q=bf16;kv=e4m3;o=bf16;ckv=512;")) == 0);
   }
-  CHECK(token_scaled == 4);
-  CHECK(fp8[0].family != fp8[7].family);
+  CHECK(token_scaled == 2);
+  CHECK(fp8[0].family != fp8[3].family);
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
   CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
@@ -410,7 +407,6 @@ TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix 
   options.dtypes = {DType::kBFloat16};
   options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
-  options.causal = {false};
   REQUIRE(fleet_matrix(options).size() == 1);
   CHECK(tier_of(fleet_matrix(options)[0].tile) == 1);
   options.all_tiers = true;
@@ -870,12 +866,12 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
   const JsonValue report = parse_json(first.out);
-  CHECK(report["specs"].number == 4);
-  CHECK(report["compiled"].number == 4);
+  CHECK(report["specs"].number == 2);
+  CHECK(report["compiled"].number == 2);
   CHECK(report["cached"].number == 0);
   CHECK(report["failed"].number == 0);
   const auto files = entry_files(out.path());
-  CHECK(files.size() == 4);
+  CHECK(files.size() == 2);
   CHECK(report["bytes"].number > 0);
   CHECK(entry_files(cache.path()).empty());  // --out leaves the user cache alone
 
@@ -884,8 +880,8 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   REQUIRE(second.exit_code == 0);
   const JsonValue again = parse_json(second.out);
   CHECK(again["compiled"].number == 0);
-  CHECK(again["cached"].number == 4);
-  CHECK(entry_files(out.path()).size() == 4);
+  CHECK(again["cached"].number == 2);
+  CHECK(entry_files(out.path()).size() == 2);
 
   // The listing of the shipped directory names exactly the specs of the matrix.
   const CliRun list = run_cli("list --json --cache-dir " + shell_quote(out.path()), cache.path());
@@ -901,7 +897,7 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
 
   // Text mode (stderr not a terminal): one progress line per spec, then the summary table.
   const CliRun text = run_cli("precompile --kernel portable --arch sm_90 --dtype bf16 "
-                              "--kv-dtype bf16 --head-dims 512/64 --causal 0 --out " +
+                              "--kv-dtype bf16 --head-dims 512/64 --out " +
                                   shell_quote(out.path()),
                               cache.path());
   CHECK(text.exit_code == 0);
@@ -926,7 +922,7 @@ TEST_CASE("precompile's parallel jobs compile in helper processes beside the lib
                              "MLAJIT_COMPILE_MODE=process SPDLOG_LEVEL=mlajit.jit=debug");
   INFO(run.out << run.err);
   REQUIRE(run.exit_code == 0);
-  CHECK(parse_json(run.out)["compiled"].number == 4);
+  CHECK(parse_json(run.out)["compiled"].number == 2);
   const std::string helper =
       fs::canonical(cli_path()).parent_path().parent_path().string() + "/mlajit-compiler-helper";
   size_t started = 0;
@@ -971,8 +967,8 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  // portable: 10 archs x 12 shapes; hopper: sm_90a x 8 shapes; merge_states: one per arch
-  CHECK(specs == 138);
+  // portable: 10 archs x 6 shapes; hopper: sm_90a x 4 shapes; merge_states: one per arch
+  CHECK(specs == 74);
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -983,7 +979,7 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   CHECK(report["entries"].items[0]["family"].text == "portable");
   size_t hopper = 0;
   for (const JsonValue& entry : report["entries"].items) hopper += entry["family"].text == "hopper";
-  CHECK(hopper == 8);
+  CHECK(hopper == 4);
   CHECK(entry_files(out.path()).size() == specs);
 }
 
@@ -993,11 +989,13 @@ TEST_CASE("precompile of the default matrix twice compiles nothing the second ti
   const std::string args = "precompile -j 2 --json --out " + shell_quote(out.path());
   const CliRun first = run_cli(args, cache.path());
   REQUIRE(first.exit_code == 0);
-  CHECK(parse_json(first.out)["compiled"].number == 136);
+  const double specs = parse_json(first.out)["specs"].number;
+  CHECK(specs == 74);
+  CHECK(parse_json(first.out)["compiled"].number == specs);
   const CliRun second = run_cli(args, cache.path());
   REQUIRE(second.exit_code == 0);
   CHECK(parse_json(second.out)["compiled"].number == 0);
-  CHECK(parse_json(second.out)["cached"].number == 136);
+  CHECK(parse_json(second.out)["cached"].number == specs);
 }
 
 TEST_CASE("precompile --kernel names the family's rows, and says why it cannot build one") {
@@ -1008,7 +1006,7 @@ TEST_CASE("precompile --kernel names the family's rows, and says why it cannot b
   INFO(rows.err);
   REQUIRE(rows.exit_code == 0);
   const JsonValue matrix = parse_json(rows.out);
-  CHECK(matrix["specs"].number == 12);
+  CHECK(matrix["specs"].number == 6);
   for (const auto& spec : matrix["matrix"].items) {
     CHECK(spec.text.rfind("portable;", 0) == 0);
     CHECK(spec.text.find(";arch=sm_90a") != std::string::npos);

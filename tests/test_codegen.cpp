@@ -41,13 +41,12 @@ KernelSpec demo_spec(const std::string& arch) {
   return spec;
 }
 
-KernelSpec mla_spec(const std::string& arch, DType dtype, int ckv, int kpe, bool causal) {
+KernelSpec mla_spec(const std::string& arch, DType dtype, int ckv, int kpe) {
   KernelSpec spec;
   spec.arch = arch;
   spec.q_dtype = spec.kv_dtype = spec.o_dtype = dtype;
   spec.head_dim_ckv = ckv;
   spec.head_dim_kpe = kpe;
-  spec.causal = causal;
   spec.tile = select_tile_config(spec, profile_target(arch));
   return spec;
 }
@@ -113,12 +112,12 @@ std::vector<CompileOutcome> compile_all(const std::vector<KernelSpec>& specs, in
 }  // namespace
 
 TEST_CASE("a portable program names its kernel instance and sets the prelude constants") {
-  const KernelSpec spec = mla_spec("sm_90a", DType::kBFloat16, 512, 64, false);
+  const KernelSpec spec = mla_spec("sm_90a", DType::kBFloat16, 512, 64);
   CHECK(spec.text().rfind("portable;", 0) == 0);
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
         "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, "
-        "mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, 512, 64, false, 2, 64, true, 64, true>>");
+        "mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, 512, 64, 2, 64, true, 64, true>>");
   CHECK(program.request.arch == "sm_90a");
   CHECK(program.request.random_seed == 0);
   CHECK(program.geometry.threads_per_block == 256);
@@ -174,13 +173,13 @@ TEST_CASE("a program's headers are its entry file's include closure, by path bel
   }
 }
 
-TEST_CASE("an f16 causal spec with 256/32 heads names the matching instance") {
-  KernelSpec spec = mla_spec("sm_86", DType::kFloat16, 256, 32, true);
+TEST_CASE("an f16 spec with 256/32 heads names the matching instance") {
+  KernelSpec spec = mla_spec("sm_86", DType::kFloat16, 256, 32);
   spec.tile = tile_tier(3);
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
         "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, "
-        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 256, 32, true, 1, 16, false, 64, true>>");
+        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 256, 32, 1, 16, false, 64, true>>");
   // Q 64x256 + 64x32 and one stage of KV 16x256 + 16x64 (kpe or P), 2 bytes each, plus
   // 2 x 64 floats of softmax exchange: 32768 + 4096 + 8192 + 2048 + 512.
   CHECK(program.geometry.dynamic_smem_bytes == 47616);
@@ -217,14 +216,14 @@ std::string compile_error(const CompileRequest& request) {
 
 TEST_CASE("the MLA kernel refuses Q and KV in different types, saying why") {
   if (!nvrtc_or_warn()) return;
-  const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64);
   const std::string error = compile_error(mla_request_with_dtypes(spec, "bf16_t", "f16_t", "bf16_t"));
   CHECK(contains(error, "a 16-bit KVType must be QType"));
 }
 
 TEST_CASE("the MLA kernel checks the block size the host defines, and takes O in its own type") {
   if (!nvrtc_or_warn()) return;
-  KernelSpec spec = mla_spec("sm_86", DType::kBFloat16, 256, 32, false);
+  KernelSpec spec = mla_spec("sm_86", DType::kBFloat16, 256, 32);
   spec.tile = tile_tier(3);
   CompileRequest request = mla_request_with_dtypes(spec, "bf16_t", "bf16_t", "f16_t");
   CHECK(is_elf(NvrtcCompiler::instance().compile(request).image));
@@ -237,11 +236,11 @@ TEST_CASE("the MLA kernel checks the block size the host defines, and takes O in
 }
 
 TEST_CASE("the source hash follows every field the kernel source depends on") {
-  const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  const KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64);
   const std::string hash = generate_program(spec).source_hash;
   CHECK(generate_program(KernelSpec::parse(spec.text())).source_hash == hash);
   std::vector<KernelSpec> variants(4, spec);
-  variants[0].causal = true;
+  variants[0].kv_dtype = DType::kFloat8E4M3;
   variants[1].q_dtype = variants[1].kv_dtype = variants[1].o_dtype = DType::kFloat16;
   variants[2].head_dim_ckv = 256;
   variants[2].head_dim_kpe = 32;
@@ -253,21 +252,21 @@ TEST_CASE("the source hash follows every field the kernel source depends on") {
 }
 
 TEST_CASE("mixed dtypes and unknown head dims or families are unsupported") {
-  KernelSpec mixed = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  KernelSpec mixed = mla_spec("sm_90", DType::kBFloat16, 512, 64);
   mixed.kv_dtype = DType::kFloat16;
   CHECK(contains(refusal(mixed, ErrorCode::kUnsupported), "kv=f16"));
-  KernelSpec fp8_kv = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  KernelSpec fp8_kv = mla_spec("sm_90", DType::kBFloat16, 512, 64);
   fp8_kv.kv_dtype = DType::kFloat8E4M3;
   CHECK(generate_program(fp8_kv).request.name_expression.find("e4m3_t") != std::string::npos);
   fp8_kv.q_dtype = fp8_kv.o_dtype = DType::kFloat16;  // e4m3 under either 16-bit type
   CHECK(generate_program(fp8_kv).request.name_expression.find("f16_t, mlajit_kernel::e4m3_t") !=
         std::string::npos);
   for (auto field : {&KernelSpec::q_dtype, &KernelSpec::o_dtype}) {
-    KernelSpec fp8 = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+    KernelSpec fp8 = mla_spec("sm_90", DType::kBFloat16, 512, 64);
     fp8.*field = DType::kFloat8E4M3;
     CHECK(contains(refusal(fp8, ErrorCode::kUnsupported), "FP8 is a KV-cache format"));
   }
-  KernelSpec odd = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  KernelSpec odd = mla_spec("sm_90", DType::kBFloat16, 512, 64);
   odd.head_dim_ckv = 128;
   const std::string odd_message = refusal(odd, ErrorCode::kUnsupported);
   CHECK(contains(odd_message, "ckv=128"));
@@ -283,7 +282,7 @@ TEST_CASE("mixed dtypes and unknown head dims or families are unsupported") {
 
 TEST_CASE("a spec text with tile fields the kernel cannot take is refused naming the field") {
   const std::string good =
-      "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;"
+      "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=1;"
       "q_tile=64;arch=sm_90";
   CHECK_NOTHROW(generate_program(KernelSpec::parse(good)));
   const std::vector<std::pair<std::string, std::string>> cases{
@@ -312,13 +311,13 @@ TEST_CASE("a DType outside the enum is refused naming the field, for every famil
   // DType is an enum class over int: a C++ caller can cast any int to it. Such a spec once
   // keyed as "q=unknown" (text the parser refuses) and ran the f16 kernel with 2-byte sizes 0.
   for (const char* family : {"portable", "grid_barrier_demo"}) {
-    KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+    KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64);
     spec.family = family;
     spec.q_dtype = spec.kv_dtype = spec.o_dtype = static_cast<DType>(7);
     INFO(family);
     CHECK(contains(refusal(spec, ErrorCode::kInvalidArgument), "q_dtype=7"));
   }
-  KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64, false);
+  KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64);
   spec.o_dtype = static_cast<DType>(-1);
   CHECK_THROWS_WITH(generate_program(spec), Catch::Contains("o_dtype=-1"));
 }
@@ -432,7 +431,7 @@ TEST_CASE("a demo compile gives the same cubin twice with the same seed") {
   CHECK(first.lowered_name == "_ZN13mlajit_kernel17grid_barrier_demoILi256EEEvNS_10DemoParamsE");
 }
 
-// The default matrix: archs x dtypes x head dims x causal, each with its arch's selected tier,
+// The default matrix: archs x dtypes x head dims, each with its arch's selected tier,
 // plus every tier that fits on sm_90 and sm_80. Only a representative subset runs by default
 // (the full matrix is tagged [.full]) so the CPU suite stays within its time budget.
 namespace {
@@ -443,19 +442,16 @@ std::vector<KernelSpec> mla_matrix(bool full) {
   for (const char* arch : archs) {
     for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
       for (int ckv : {512, 256}) {
-        for (bool causal : {false, true}) {
-          const KernelSpec spec = mla_spec(arch, dtype, ckv, ckv / 8, causal);
-          // Subset: each arch once per dtype, the head dims and causal flag alternating.
-          const bool representative = (dtype == DType::kBFloat16) == (ckv == 512) &&
-                                      causal == (dtype == DType::kFloat16);
-          if (full || representative) specs.push_back(spec);
-        }
+        const KernelSpec spec = mla_spec(arch, dtype, ckv, ckv / 8);
+        // Subset: each arch once per dtype, the head dims alternating.
+        const bool representative = (dtype == DType::kBFloat16) == (ckv == 512);
+        if (full || representative) specs.push_back(spec);
       }
     }
   }
   for (const char* arch : {"sm_90", "sm_80"}) {
     for (const TileConfig& tile : tile_candidates()) {
-      KernelSpec spec = mla_spec(arch, DType::kBFloat16, 512, 64, true);
+      KernelSpec spec = mla_spec(arch, DType::kBFloat16, 512, 64);
       const int bytes = shared_storage_bytes(spec, tile);
       if (tile == spec.tile || bytes > profile_target(arch).smem_per_block_optin) continue;
       spec.tile = tile;

@@ -99,44 +99,46 @@ TEST_CASE("hopper specs target sm_90a with its one tile, and its program launche
   shape.causal = true;
   const KernelSpec spec = hopper().spec_for(shape, profile_target("sm_90"), MlaOptions{});
   CHECK(spec.text() ==
-        "hopper;q=f16;kv=f16;o=f16;ckv=512;kpe=64;causal=1;stages=2;kv_tile=64;qk_shard=0;"
+        "hopper;q=f16;kv=f16;o=f16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=0;"
         "q_tile=64;arch=sm_90a");
+  MlaShape full = shape;  // the causal mask is a run-time value: one spec serves both
+  full.causal = false;
+  CHECK(hopper().spec_for(full, profile_target("sm_90"), MlaOptions{}) == spec);
   hopper().check(spec);
   const mlajit::jit::KernelProgram program = hopper().program(spec);
   CHECK(program.entry_file == "hopper/mla_hopper.cuh");
   CHECK(program.name_expression ==
         "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<mlajit_kernel::f16_t, "
-        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 512, 64, true>>");
+        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 512, 64>>");
   CHECK(program.geometry.threads_per_block == 512);
   // Q and two KV stages of 64 x 576 x 2 B, P (64 x 64 x 2 B), a factor row per stage, the row
   // sums, 15 barriers, and 1 KiB to align the swizzled tiles.
   CHECK(program.geometry.dynamic_smem_bytes == 3 * 73728 + 8192 + 2 * 256 + 256 + 120 + 1024);
   CHECK(program.geometry.cooperative);
-  // bf16 / f16 x causal or not, and bf16 over an e4m3 cache (per-tensor or per-token scales) x
-  // causal or not
-  CHECK(hopper().fleet_shapes().size() == 8);
+  // bf16 / f16, and bf16 over an e4m3 cache (per-tensor or per-token scales)
+  CHECK(hopper().fleet_shapes().size() == 4);
   MlaShape fp8;
   fp8.kv_dtype = DType::kFloat8E4M3;
   const KernelSpec codes = hopper().spec_for(fp8, profile_target("sm_90"), MlaOptions{});
   CHECK(codes.text() ==
-        "hopper;q=bf16;kv=e4m3;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=0;"
+        "hopper;q=bf16;kv=e4m3;o=bf16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=0;"
         "q_tile=64;arch=sm_90a");
   hopper().check(codes);
   CHECK(hopper().program(codes).name_expression ==
         "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<mlajit_kernel::bf16_t, "
-        "mlajit_kernel::e4m3_t, mlajit_kernel::bf16_t, 512, 64, false>>");
+        "mlajit_kernel::e4m3_t, mlajit_kernel::bf16_t, 512, 64>>");
   // The stages hold the codes converted to f16: the same shared memory.
   CHECK(hopper().program(codes).geometry.dynamic_smem_bytes == program.geometry.dynamic_smem_bytes);
   // DeepSeek-V3.2's cache: the producer dequantizes with each token's scales (Q's type stages).
   fp8.kv_scales = mlajit::KvScales::kPerToken128;
   const KernelSpec v32 = hopper().spec_for(fp8, profile_target("sm_90"), MlaOptions{});
   CHECK(v32.text() ==
-        "hopper;q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+        "hopper;q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;kpe=64;stages=2;"
         "kv_tile=64;qk_shard=0;q_tile=64;arch=sm_90a");
   hopper().check(v32);
   CHECK(hopper().program(v32).name_expression ==
         "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<mlajit_kernel::bf16_t, "
-        "mlajit_kernel::e4m3_token128_t, mlajit_kernel::bf16_t, 512, 64, false>>");
+        "mlajit_kernel::e4m3_token128_t, mlajit_kernel::bf16_t, 512, 64>>");
   CHECK(hopper().program(v32).geometry.dynamic_smem_bytes == program.geometry.dynamic_smem_bytes);
 }
 

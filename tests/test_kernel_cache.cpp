@@ -34,7 +34,8 @@ std::set<std::string> fill(const std::string& dir, int count) {
   for (int i = 0; i < count; ++i) {
     KernelSpec spec;
     spec.arch = i % 2 ? "sm_80" : "sm_90";
-    spec.causal = i / 2 % 2 == 1;
+    spec.q_dtype = spec.kv_dtype = spec.o_dtype = 
+        i / 2 % 2 ? mlajit::DType::kFloat16 : mlajit::DType::kBFloat16;
     spec.head_dim_ckv = i / 4 ? 256 : 512;
     spec.head_dim_kpe = i / 4 ? 32 : 64;
     const auto key = mlajit::jit::CacheKey::from_text("spec=" + spec.text() + "\nabi=test\n");

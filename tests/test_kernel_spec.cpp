@@ -13,7 +13,7 @@ using mlajit::KernelSpec;
 namespace {
 
 const std::string kDefaultText =
-    "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;"
+    "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=1;"
     "q_tile=64;arch=sm_90";
 
 // Parses `text`, expecting kInvalidArgument whose message contains every one of `needles`.
@@ -44,7 +44,6 @@ TEST_CASE("spec text round-trips through parse for every field value") {
   spec.o_dtype = DType::kBFloat16;
   spec.head_dim_ckv = 256;
   spec.head_dim_kpe = 32;
-  spec.causal = true;
   spec.tile = {1, 16, false, 64};
   for (const char* arch : {"sm_80", "sm_90a", "sm_100f", "compute_90", "sm_121"}) {
     spec.arch = arch;
@@ -52,7 +51,6 @@ TEST_CASE("spec text round-trips through parse for every field value") {
     CHECK(parsed == spec);
     CHECK(parsed.text() == spec.text());
     CHECK(parsed.tile == spec.tile);
-    CHECK(parsed.causal);
     CHECK(parsed.o_dtype == DType::kBFloat16);
     CHECK(parsed.kv_dtype == DType::kFloat8E4M3);
   }
@@ -61,41 +59,45 @@ TEST_CASE("spec text round-trips through parse for every field value") {
 
 TEST_CASE("fields after the family may come in any order") {
   const KernelSpec parsed = KernelSpec::parse(
-      "portable;arch=sm_90;q_tile=64;qk_shard=1;kv_tile=64;stages=2;causal=0;kpe=64;ckv=512;"
+      "portable;arch=sm_90;q_tile=64;qk_shard=1;kv_tile=64;stages=2;kpe=64;ckv=512;"
       "o=bf16;kv=bf16;q=bf16");
   CHECK(parsed == KernelSpec{});
 }
 
 TEST_CASE("a bad spec text is rejected naming the field and value") {
-  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90;color=red",
                       {"color", "red"});
-  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;"
                       "kv_tile=64;qk_shard=1;arch=sm_90",
                       {"q_tile", "missing"});
   require_parse_error(kDefaultText + ";ckv=256", {"ckv", "twice", "512", "256"});
-  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=5x2;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=5x2;kpe=64;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"ckv", "5x2"});
-  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=-512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=-512;kpe=64;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"ckv", "-512"});
-  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=0;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=0;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"kpe", "'0'"});
-  require_parse_error("portable;q=bf16;kv=fp8;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=fp8;o=bf16;ckv=512;kpe=64;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"kv", "fp8", "f16, bf16 or e4m3"});
-  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=yes;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;"
+                      "kv_tile=64;qk_shard=yes;q_tile=64;arch=sm_90",
+                      {"qk_shard", "yes", "0 or 1"});
+  // The field of specs before the causal mask became a run-time value: named, not "unknown".
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=1;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
-                      {"causal", "yes", "0 or 1"});
-  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;"
+                      {"'causal' no longer exists", "run-time value", "drop the field"});
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=hopper",
                       {"arch", "hopper"});
   require_parse_error("MLA;q=bf16", {"family", "MLA"});
   require_parse_error("", {"family"});
   require_parse_error("portable;q", {"'q'", "key=value"});
-  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=99999999999;kpe=64;causal=0;stages=2;"
+  require_parse_error("portable;q=bf16;kv=bf16;o=bf16;ckv=99999999999;kpe=64;stages=2;"
                       "kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90",
                       {"ckv", "99999999999"});
 }

@@ -170,8 +170,12 @@ TEST_CASE("the portable spec takes the device's tier, a forced tier, and the tar
   shape.causal = true;
   const KernelSpec spec = portable().spec_for(shape, profile_target("sm_90a"), {});
   CHECK(spec.text() ==
-        "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=1;stages=2;kv_tile=64;qk_shard=1;"
+        "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=1;"
         "q_tile=64;arch=sm_90a");
+  // The causal mask is a run-time value: the non-causal shape runs the same spec.
+  MlaShape full = shape;
+  full.causal = false;
+  CHECK(portable().spec_for(full, profile_target("sm_90a"), {}) == spec);
   CHECK(portable().tier_of(spec) == 1);
   mlajit::MlaOptions options;
   options.force_tier = 3;
@@ -183,9 +187,9 @@ TEST_CASE("the portable spec takes the device's tier, a forced tier, and the tar
   CHECK(portable().fleet_specs(shape, profile_target("sm_80"), false).size() == 1);
 }
 
-TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs x causal, and FP8 KV") {
+TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs, and FP8 KV") {
   const auto shapes = portable().fleet_shapes();
-  CHECK(shapes.size() == 12);
+  CHECK(shapes.size() == 6);
   int fp8_rows = 0, token_scaled = 0;
   for (const MlaShape& shape : shapes) {
     CHECK(portable().shape_unsupported_reason(shape).empty());
@@ -198,8 +202,8 @@ TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs x causal, and
       CHECK_FALSE(shape.kv_dtype.has_value());
     }
   }
-  CHECK(fp8_rows == 4);  // per-tensor and per-token scales (DeepSeek-V3.2), causal 0/1
-  CHECK(token_scaled == 2);
+  CHECK(fp8_rows == 2);  // per-tensor and per-token scales (DeepSeek-V3.2)
+  CHECK(token_scaled == 1);
 }
 
 TEST_CASE("an e4m3 cache keeps the bf16 cache's shared memory: its tiles are expanded in place") {

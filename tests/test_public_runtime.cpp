@@ -53,7 +53,6 @@ TEST_CASE("the public fleet matrix is the family layer's, with each spec's tier"
   options.dtypes = {DType::kBFloat16};
   options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {"512/64"};
-  options.causal = {false};
   options.all_tiers = true;
   const auto tiers = mlajit::fleet_matrix(options);
   REQUIRE(tiers.size() == 3);

@@ -27,7 +27,6 @@ struct PrecompileArgs {
   std::vector<std::string> dtypes;     // empty: every family row's
   std::vector<std::string> kv_dtypes;  // empty: every family row's
   std::vector<std::string> head_dims;  // empty: every family row's
-  std::vector<int> causal;             // empty: both
   std::string profile;
   bool all_tiers = false;
   int jobs = 0;
@@ -76,7 +75,6 @@ FleetOptions matrix_options(const PrecompileArgs& args) {
     for (const auto& dtype : args.kv_dtypes) options.kv_dtypes.push_back(parse_dtype(dtype));
   });
   options.head_dims = args.head_dims;
-  for (int causal : args.causal) options.causal.push_back(causal != 0);
   if (!args.profile.empty()) parse_profile(args.profile, &options);
   options.all_tiers = args.all_tiers;
   return options;
@@ -263,10 +261,11 @@ Command add_precompile_command(CLI::App& parent) {
   auto args = std::make_shared<PrecompileArgs>();
   CLI::App* app = parent.add_subcommand(
       "precompile",
-      "Compile the matrix of kernel specs (arch x kernel family x the family's rows of dtype, "
-      "head dims and causal) into a cache directory, so that GPUs of those archs start without "
-      "compiling. Entries already present are skipped. Exits 1 when any spec fails to compile, "
-      "or when the family asked for cannot build an asked row (saying why).");
+      "Compile the matrix of kernel specs (arch x kernel family x the family's rows of dtype "
+      "and head dims; one spec serves causal and not) into a cache directory, so that GPUs of "
+      "those archs start without compiling. Entries already present are skipped. Exits 1 when "
+      "any spec fails to compile, or when the family asked for cannot build an asked row "
+      "(saying why).");
   app->add_option("--kernel", args->kernel,
                   "kernel family whose rows to build, or 'auto' for every family's")
       ->capture_default_str();
@@ -292,9 +291,6 @@ Command add_precompile_command(CLI::App& parent) {
                       }) +
                       ")")
       ->delimiter(',');
-  app->add_option("--causal", args->causal, "only rows of these causal settings (default: 0,1)")
-      ->delimiter(',')
-      ->check(CLI::Range(0, 1));
   app->add_option("--profile", args->profile,
                   "SMEM_PER_SM[/SMEM_PER_BLOCK]: shared-memory limits (bytes, or 228K) used for "
                   "every arch instead of its device profile");

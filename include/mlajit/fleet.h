@@ -1,7 +1,8 @@
 #pragma once
 // The fleet matrix: the kernel specs to precompile so that a shipped cache
 // (MLAJIT_CACHE_PATH) serves every GPU of a fleet without compiling. It is every kernel
-// family's rows (dtype x head dims x causal) on every asked arch the family serves; each spec
+// family's rows (dtype x head dims; the causal mask is a run-time value, so one spec serves
+// both) on every asked arch the family serves; each spec
 // is the one the family chooses from that arch's built-in device profile, the same choice
 // BatchMlaAttention makes at run time from the real device, so the cached keys match. With
 // kernel "auto" and no row filter it also holds merge_states' program (merge_states.h) for
@@ -24,7 +25,6 @@ struct FleetOptions {
   std::vector<DType> dtypes;           // of q and output
   std::vector<DType> kv_dtypes;        // of the KV cache (e4m3 rows: FP8 KV)
   std::vector<std::string> head_dims;  // CKV/KPE pairs, "512/64"
-  std::vector<bool> causal;
   // Shared-memory limits in bytes that replace every arch profile's (a MIG slice, a part with
   // a smaller carve-out); 0: the profile's. Set both or neither.
   int smem_per_sm = 0;

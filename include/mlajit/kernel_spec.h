@@ -48,12 +48,12 @@ struct MLAJIT_API KernelSpec {
   KvScales kv_scales = KvScales::kPerTensor;  // of an e4m3 cache
   int head_dim_ckv = 512;
   int head_dim_kpe = 64;
-  bool causal = false;
   TileConfig tile;
   std::string arch = "sm_90";  // NVRTC target: "sm_80", "sm_90a", "compute_90" (PTX), ...
 
   // Canonical text, e.g.
-  // "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=0;stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"
+  // "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"
+  // The causal mask is not a spec value: kernels take it at run time (MlaShape::causal).
   // kv_scales other than kPerTensor adds ";kv_scales=token128" after kv (so the texts of
   // per-tensor specs, and the caches keyed by them, are what they were before the field).
   std::string text() const;

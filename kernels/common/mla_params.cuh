@@ -65,7 +65,8 @@ struct MlaParams {
   float sm_scale_log2;  // sm_scale * log2(e)
   int32_t lse_base_e;   // 1: write lse in natural log, 0: base 2
   int32_t phase;        // 0: attention + barrier + merge; 1: attention only; 2: merge only
-  int32_t reserved;
+  int32_t causal;     // 1: bottom-right aligned causal mask (a run-time value: one cubin
+                      // serves both, and with q_len 1 the two are the same)
 
   // An e4m3 KV cache holds ckv / kv_scale_ckv and kpe / kv_scale_kpe. A scale is read through
   // its device pointer when that is set (the caller's tensor, updated between graph replays),

@@ -19,8 +19,17 @@ struct WorkTile {
   int32_t partial_row;
 };
 
-template <bool CAUSAL, int ROWS, int KV_TILE>
-__device__ __forceinline__ WorkTile make_work_tile(const MlaWorkItem& item, int32_t heads) {
+// Query token i of the item sees tokens < min(kv_end, mask_shift + i). Without the causal mask
+// the shift is kv_end itself, so that one formula (the causal kernel's, which fits its registers
+// where a branch on the mask did not) serves both; kv_end + q_len cannot overflow: a cache of
+// 2^31 tokens is terabytes.
+__device__ __forceinline__ int32_t mask_shift(const MlaWorkItem& item, bool causal) {
+  return causal ? item.kv_len - item.q_len + 1 : item.kv_end;
+}
+
+template <int ROWS, int KV_TILE>
+__device__ __forceinline__ WorkTile make_work_tile(const MlaWorkItem& item, int32_t heads,
+                                                   bool causal) {
   WorkTile t;
   t.q_token_base = item.q_token_base;
   t.q_len = item.q_len;
@@ -30,10 +39,10 @@ __device__ __forceinline__ WorkTile make_work_tile(const MlaWorkItem& item, int3
   t.rows = min(ROWS, item.q_len * heads - t.row0);
   t.kv_start = item.kv_start;
   t.partial_row = item.partial_row;
-  const int32_t shift = item.kv_len - item.q_len + 1;
+  const int32_t shift = mask_shift(item, causal);
   const int32_t last_token = (t.row0 + max(t.rows, 1) - 1) / heads;
-  t.kv_stop = CAUSAL ? min(item.kv_end, shift + last_token) : item.kv_end;
-  t.unmasked_end = CAUSAL ? min(item.kv_end, shift + t.row0 / heads) : item.kv_end;
+  t.kv_stop = min(item.kv_end, shift + last_token);
+  t.unmasked_end = min(item.kv_end, shift + t.row0 / heads);
   t.num_tiles = t.kv_stop > t.kv_start ? (t.kv_stop - t.kv_start + KV_TILE - 1) / KV_TILE : 0;
   return t;
 }
@@ -64,11 +73,10 @@ __device__ __forceinline__ QRowSource<QType> q_row_source(const MlaParams& p, co
 }
 
 // One past the last token that local row `local_row` of the tile sees.
-template <bool CAUSAL>
 __device__ __forceinline__ int32_t work_row_limit(const MlaWorkItem& item, const WorkTile& t,
-                                                  int32_t heads, int local_row) {
+                                                  int32_t heads, int local_row, bool causal) {
   const int32_t token = (t.row0 + local_row) / heads;
-  return CAUSAL ? min(item.kv_end, item.kv_len - item.q_len + 1 + token) : item.kv_end;
+  return min(item.kv_end, mask_shift(item, causal) + token);
 }
 
 }  // namespace mlajit_kernel

@@ -70,15 +70,13 @@ struct StageTypeOf<Q, e4m3_token128_t> {
   using type = Q;
 };
 
-template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
-          bool CAUSAL>
+template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE>
 struct HopperConfig {
   using QType = QType_;
   using KVType = KVType_;
   using OType = OType_;
   static constexpr int kHeadDimCkv = HEAD_DIM_CKV;
   static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
-  static constexpr bool kCausal = CAUSAL;
   using StageType = typename StageTypeOf<QType_, KVType_>::type;
   static constexpr bool kKvCodes = sizeof(KVType_) == 1;
   static constexpr bool kTokenScales = HasTokenScales<KVType_>::value;
@@ -244,10 +242,10 @@ __device__ __forceinline__ HopperTile make_hopper_tile(const MlaParams& p, const
                                                        const HopperRole& role) {
   HopperTile t;
   const int32_t heads = p.num_heads;
-  static_cast<WorkTile&>(t) = make_work_tile<C::kCausal, C::kRows, C::kTile>(item, heads);
+  static_cast<WorkTile&>(t) = make_work_tile<C::kRows, C::kTile>(item, heads, p.causal != 0);
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    t.row_limit[j] = work_row_limit<C::kCausal>(item, t, heads, role.row(j));
+    t.row_limit[j] = work_row_limit(item, t, heads, role.row(j), p.causal != 0);
   }
   return t;
 }

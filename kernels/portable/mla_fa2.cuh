@@ -71,7 +71,7 @@ enum class NarrowTiles { kNever, kLargeTier, kEveryTier };
 //    every page size; the host chooses by the page size it plans for.
 //  - NARROW_TILES: see NarrowTiles.
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
-          bool CAUSAL, int NUM_STAGES, int KV_TILE, bool QK_SHARD, int Q_TILE,
+          int NUM_STAGES, int KV_TILE, bool QK_SHARD, int Q_TILE,
           bool PAGE_IDS_AHEAD = false, NarrowTiles NARROW_TILES = NarrowTiles::kLargeTier>
 struct MlaConfig {
   using QType = QType_;
@@ -93,7 +93,6 @@ struct MlaConfig {
 
   static constexpr int kHeadDimCkv = HEAD_DIM_CKV;
   static constexpr int kHeadDimKpe = HEAD_DIM_KPE;
-  static constexpr bool kCausal = CAUSAL;
   static constexpr int kStages = NUM_STAGES;
   static constexpr int kKvTile = KV_TILE;
   static constexpr bool kQkShard = QK_SHARD;
@@ -320,12 +319,12 @@ __device__ __forceinline__ TileContext make_context(const MlaParams& p, const Ml
                                                     const ThreadRole& role) {
   TileContext t;
   const int32_t H = p.num_heads;
-  static_cast<WorkTile&>(t) = make_work_tile<C::kCausal, C::kQTile, C::kKvTile>(item, H);
+  static_cast<WorkTile&>(t) = make_work_tile<C::kQTile, C::kKvTile>(item, H, p.causal != 0);
   t.narrow = C::kNarrowTiles && t.rows <= C::kNarrowRows;
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int local_row = t.narrow ? NarrowRows<C>::acc_row(role, j) : WideRows<C>::acc_row(role, j);
-    t.row_limit[j] = work_row_limit<C::kCausal>(item, t, H, local_row);
+    t.row_limit[j] = work_row_limit(item, t, H, local_row, p.causal != 0);
   }
   return t;
 }
@@ -927,11 +926,9 @@ struct WideRows {
       __syncthreads();  // all of P is in shared memory
       const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
                                                   role.pv_quarter() * (C::kCkvChunks / C::kPvDimSplit) + role.lane / 16);
-      // Fully unrolled, the causal tier-1 kernel spilled 12 bytes (255 registers); two k-steps
-      // per iteration keep it at 243 without spills (H200: 1-2% slower than full unrolling on
-      // the full-attention shapes, which do not spill).
-      constexpr int kUnroll = C::kCausal ? 2 : C::kKvTile / 16;
-#pragma unroll (kUnroll)
+      // Two k-steps per iteration: fully unrolled, the tier-1 kernel spilled 4-40 bytes at 255
+      // registers on sm_90 (e4m3), sm_100, sm_103 and sm_110; unrolled by two, none does.
+#pragma unroll 2
       for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves(st, p_base, sm.ckv(stage), v_addr, kk, role);
     }
   }

@@ -19,7 +19,6 @@ family::FleetMatrixOptions internal_options(const FleetOptions& options) {
   for (const auto& dims : options.head_dims) {
     internal.head_dims.push_back(family::parse_head_dims(dims));
   }
-  internal.causal = options.causal;
   const bool per_sm = options.smem_per_sm != 0, per_block = options.smem_per_block_optin != 0;
   if (per_sm != per_block || options.smem_per_sm < 0 || options.smem_per_block_optin < 0) {
     throw Error(ErrorCode::kInvalidArgument,

@@ -219,6 +219,7 @@ mlajit_kernel::MlaParams make_kernel_params(const MlaShape& shape, const MlaOpti
   p.page_size = shape.page_size;
   p.sm_scale_log2 = static_cast<float>(args.sm_scale * M_LOG2E);
   p.lse_base_e = options.lse_base == LseBase::kNatural ? 1 : 0;
+  p.causal = shape.causal ? 1 : 0;
   p.kv_scale_ckv_device = args.kv_scale_ckv_device;
   p.kv_scale_kpe_device = args.kv_scale_kpe_device;
   p.kv_scale_ckv = args.kv_scale_ckv;

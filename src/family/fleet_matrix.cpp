@@ -53,8 +53,7 @@ bool kept(const std::vector<T>& filter, const T& value) {
 
 bool row_kept(const FleetMatrixOptions& options, const MlaShape& shape) {
   return kept(options.dtypes, shape.dtype) && kept(options.kv_dtypes, shape.effective_kv_dtype()) &&
-         kept(options.head_dims, HeadDims{shape.head_dim_ckv, shape.head_dim_kpe}) &&
-         kept(options.causal, shape.causal);
+         kept(options.head_dims, HeadDims{shape.head_dim_ckv, shape.head_dim_kpe});
 }
 
 std::string row_text(const MlaShape& shape) {
@@ -62,9 +61,9 @@ std::string row_text(const MlaShape& shape) {
   const std::string scales = shape.kv_scales == KvScales::kPerTensor
                                  ? ""
                                  : fmt::format(" kv_scales={}", kv_scales_name(shape.kv_scales));
-  return fmt::format("{}{}{} {}/{}{}", dtype_name(shape.dtype),
+  return fmt::format("{}{}{} {}/{}", dtype_name(shape.dtype),
                      kv != shape.dtype ? fmt::format(" kv={}", dtype_name(kv)) : "", scales,
-                     shape.head_dim_ckv, shape.head_dim_kpe, shape.causal ? " causal" : "");
+                     shape.head_dim_ckv, shape.head_dim_kpe);
 }
 
 // Appends the specs of one family's rows on one target; a row the family cannot build there
@@ -93,8 +92,7 @@ void add_family_rows(const KernelFamily& family, const DeviceTarget& target,
 }
 
 bool no_row_filter(const FleetMatrixOptions& options) {
-  return options.dtypes.empty() && options.kv_dtypes.empty() && options.head_dims.empty() &&
-         options.causal.empty();
+  return options.dtypes.empty() && options.kv_dtypes.empty() && options.head_dims.empty();
 }
 
 // merge_states (merge_states.h) compiles once per arch and serves every dtype and head dim;
@@ -152,7 +150,7 @@ std::vector<KernelSpec> fleet_matrix(const FleetMatrixOptions& options) {
   }
   throw Error(ErrorCode::kInvalidArgument,
               "the precompile matrix is empty: no kernel family has a row with the asked dtypes, "
-              "head dims and causal settings");
+              "and head dims");
 }
 
 }  // namespace mlajit::family

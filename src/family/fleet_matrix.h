@@ -27,7 +27,6 @@ struct FleetMatrixOptions {
   std::vector<DType> dtypes;     // of q and output
   std::vector<DType> kv_dtypes;  // of the KV cache
   std::vector<HeadDims> head_dims;
-  std::vector<bool> causal;
   std::optional<SmemOverride> smem;
   // Also every other tile config that fits, not only the selected one: the debug switch
   // MlaOptions::force_tier can then be served from the cache as well.

@@ -39,27 +39,21 @@ std::vector<MlaShape> KernelFamily::fleet_shapes() const {
   std::vector<MlaShape> shapes;
   for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
     for (const HeadDims& dims : head_dims()) {
-      for (bool causal : {false, true}) {
-        MlaShape shape;
-        shape.dtype = dtype;
-        shape.head_dim_ckv = dims.ckv;
-        shape.head_dim_kpe = dims.kpe;
-        shape.causal = causal;
-        shapes.push_back(shape);
-      }
+      MlaShape shape;
+      shape.dtype = dtype;
+      shape.head_dim_ckv = dims.ckv;
+      shape.head_dim_kpe = dims.kpe;
+      shapes.push_back(shape);
     }
   }
   // An e4m3 cache under bf16 queries at DeepSeek's head dims (what FP8 serving engines run),
   // where the family computes it; other FP8 combinations compile on first use or by filter.
-  for (bool causal : {false, true}) {
-    MlaShape shape;
-    shape.dtype = DType::kBFloat16;
-    shape.kv_dtype = DType::kFloat8E4M3;
-    shape.causal = causal;
-    if (shape_unsupported_reason(shape).empty()) shapes.push_back(shape);
-    shape.kv_scales = KvScales::kPerToken128;  // DeepSeek-V3.2's cache
-    if (shape_unsupported_reason(shape).empty()) shapes.push_back(shape);
-  }
+  MlaShape shape;
+  shape.dtype = DType::kBFloat16;
+  shape.kv_dtype = DType::kFloat8E4M3;
+  if (shape_unsupported_reason(shape).empty()) shapes.push_back(shape);
+  shape.kv_scales = KvScales::kPerToken128;  // DeepSeek-V3.2's cache
+  if (shape_unsupported_reason(shape).empty()) shapes.push_back(shape);
   return shapes;
 }
 
@@ -73,7 +67,6 @@ KernelSpec KernelFamily::shape_spec(const MlaShape& shape, const std::string& ar
   spec.kv_scales = shape.kv_scales;
   spec.head_dim_ckv = shape.head_dim_ckv;
   spec.head_dim_kpe = shape.head_dim_kpe;
-  spec.causal = shape.causal;
   spec.arch = arch;
   return spec;
 }

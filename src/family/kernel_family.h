@@ -72,8 +72,8 @@ class KernelFamily {
   virtual std::vector<KernelSpec> fleet_specs(const MlaShape& shape, const DeviceTarget& target,
                                               bool every_tile) const;
   // The shapes of its rows of the default fleet matrix: by default bf16 and f16 x its head
-  // dims x causal or not, and bf16 queries over an e4m3 cache at 512/64 x causal or not where
-  // it computes them.
+  // dims, and bf16 queries over an e4m3 cache at 512/64 (both scale layouts) where it computes
+  // them. The causal mask is a run-time value: one spec serves both.
   virtual std::vector<MlaShape> fleet_shapes() const;
   // The tile tier of one of its specs (1 = largest) for reports; 0 when it has no tiers.
   virtual int tier_of(const KernelSpec& spec) const;

@@ -66,10 +66,9 @@ std::string KernelSpec::text() const {
   const std::string scales =
       kv_scales == KvScales::kPerTensor ? "" : fmt::format(";kv_scales={}", kv_scales_name(kv_scales));
   return fmt::format(
-      "{};q={};kv={}{};o={};ckv={};kpe={};causal={};stages={};kv_tile={};qk_shard={};q_tile={};"
-      "arch={}",
+      "{};q={};kv={}{};o={};ckv={};kpe={};stages={};kv_tile={};qk_shard={};q_tile={};arch={}",
       family, dtype_name(q_dtype), dtype_name(kv_dtype), scales, dtype_name(o_dtype), head_dim_ckv,
-      head_dim_kpe, causal ? 1 : 0, tile.num_stages, tile.kv_tile, tile.qk_shard ? 1 : 0,
+      head_dim_kpe, tile.num_stages, tile.kv_tile, tile.qk_shard ? 1 : 0,
       tile.q_tile, arch);
 }
 
@@ -77,7 +76,7 @@ namespace {
 
 const std::vector<std::string>& field_names() {
   static const std::vector<std::string> names = {
-      "q", "kv", "o", "ckv", "kpe", "causal", "stages", "kv_tile", "qk_shard", "q_tile", "arch"};
+      "q", "kv", "o", "ckv", "kpe", "stages", "kv_tile", "qk_shard", "q_tile", "arch"};
   return names;
 }
 
@@ -161,6 +160,13 @@ std::map<std::string, std::string> collect_fields(const std::vector<std::string>
     }
     const std::string key = parts[i].substr(0, equals);
     const std::string value = parts[i].substr(equals + 1);
+    if (key == "causal") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("kernel spec field 'causal' no longer exists: the causal mask is a "
+                              "run-time value (MlaShape::causal) and one cubin serves both; drop "
+                              "the field (in \"{}\")",
+                              text));
+    }
     bool known = false;
     for (const auto& name : field_names()) known = known || name == key;
     for (const auto& name : optional_field_names()) known = known || name == key;
@@ -209,7 +215,6 @@ KernelSpec KernelSpec::parse(const std::string& text) {
   }
   spec.head_dim_ckv = parse_positive("ckv", fields["ckv"], text);
   spec.head_dim_kpe = parse_positive("kpe", fields["kpe"], text);
-  spec.causal = parse_flag("causal", fields["causal"], text);
   spec.tile.num_stages = parse_positive("stages", fields["stages"], text);
   spec.tile.kv_tile = parse_positive("kv_tile", fields["kv_tile"], text);
   spec.tile.qk_shard = parse_flag("qk_shard", fields["qk_shard"], text);

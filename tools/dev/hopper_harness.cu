@@ -450,6 +450,7 @@ static void run_case(const Case& cs, uint32_t seed) {
   p.page_size = P;
   p.sm_scale_log2 = sm_scale * 1.4426950408889634f;
   p.lse_base_e = cs.lse_base_e ? 1 : 0;
+  p.causal = Config::kCausal ? 1 : 0;
   const HopperTma tma = make_tma<Config>(p);
   if (cs.two_launch) {
     p.phase = 1;
@@ -676,6 +677,7 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   p.page_size = page_size;
   p.sm_scale_log2 = 1.f / std::sqrt(192.f) * 1.4426950408889634f;
   p.kv_scale_ckv = p.kv_scale_kpe = 1.f;
+  p.causal = Config::kCausal ? 1 : 0;
   p.phase = 0;
   CHECK_CUDA(cudaDeviceSynchronize());
   // An e4m3 cache is never copied by TMA (the producer dequantizes it through registers).
@@ -709,8 +711,14 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
 }
 
 // ----------------------------------------------------------------------------- main
+// The kernel takes the causal mask at run time (MlaParams::causal); the harness keeps it in
+// the config, for its cases and the params it fills.
+template <typename Base, bool CAUSAL>
+struct WithMask : Base {
+  static constexpr bool kCausal = CAUSAL;
+};
 template <typename D, bool CAUSAL>
-using Cfg = HopperConfig<D, D, D, 512, 64, CAUSAL>;
+using Cfg = WithMask<HopperConfig<D, D, D, 512, 64>, CAUSAL>;
 
 int main(int argc, char** argv) {
   const bool timing_only = argc > 1 && std::strcmp(argv[1], "--timing") == 0;
@@ -728,7 +736,7 @@ int main(int argc, char** argv) {
     const int H = std::atoi(argv[2]), B = std::atoi(argv[3]), L = std::atoi(argv[4]), page = std::atoi(argv[5]);
     const int sms = prop.multiProcessorCount;
     if (one8) {
-      time_decode<HopperConfig<bf16_t, e4m3_t, bf16_t, 512, 64, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
+      time_decode<WithMask<HopperConfig<bf16_t, e4m3_t, bf16_t, 512, 64>, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
     } else {
       time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
     }

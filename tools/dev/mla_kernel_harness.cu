@@ -46,10 +46,13 @@ constexpr bool kPageIdsAheadAllowed = false;
 constexpr bool kPageIdsAheadAllowed = true;
 #endif
 
-// One dtype for Q, KV and O.
+// One dtype for Q, KV and O. The kernel takes the causal mask at run time (MlaParams::causal);
+// the harness keeps it in the config, for its cases and the params it fills.
 template <typename D, int CKV, int KPE, bool CAUSAL, int STAGES, int KV, bool SHARD, bool AHEAD>
-using Cfg = MlaConfig<D, D, D, CKV, KPE, CAUSAL, STAGES, KV, SHARD, 64, AHEAD,
-                      kNarrowAllTiers ? NarrowTiles::kEveryTier : NarrowTiles::kLargeTier>;
+struct Cfg : MlaConfig<D, D, D, CKV, KPE, STAGES, KV, SHARD, 64, AHEAD,
+                       kNarrowAllTiers ? NarrowTiles::kEveryTier : NarrowTiles::kLargeTier> {
+  static constexpr bool kCausal = CAUSAL;
+};
 
 // Both page-id variants of one configuration. A case runs the one the host picks for its page
 // size: ids fetched ahead when pages are shorter than the KV tile.
@@ -421,6 +424,7 @@ static void run_case(const Case& cs, uint32_t seed) {
   p.page_size = P;
   p.sm_scale_log2 = sm_scale * 1.4426950408889634f;
   p.lse_base_e = cs.lse_base_e ? 1 : 0;
+  p.causal = Config::kCausal ? 1 : 0;
   if (cs.two_launch) {
     p.phase = 1;
     launch<Config>(p, plan, false);
@@ -636,6 +640,7 @@ static void time_decode(const char* name, int H, int B, int L, int page_size, in
   p.num_heads = H;
   p.page_size = page_size;
   p.sm_scale_log2 = 1.f / std::sqrt(192.f) * 1.4426950408889634f;
+  p.causal = Config::kCausal ? 1 : 0;
   p.phase = 0;
   CHECK_CUDA(cudaDeviceSynchronize());
   for (int i = 0; i < 3; ++i) launch<Config>(p, plan, true);

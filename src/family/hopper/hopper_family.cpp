@@ -118,10 +118,10 @@ class HopperFamily final : public KernelFamily {
     jit::KernelProgram program;
     program.entry_file = "hopper/mla_hopper.cuh";
     program.name_expression = fmt::format(
-        "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<{}, {}, {}, {}, {}, {}>>",
+        "mlajit_kernel::mla_hopper_kernel<mlajit_kernel::HopperConfig<{}, {}, {}, {}, {}>>",
         kernel_type_name(spec.q_dtype), kv_kernel_type_name(spec),
         kernel_type_name(spec.o_dtype),
-        spec.head_dim_ckv, spec.head_dim_kpe, spec.causal);
+        spec.head_dim_ckv, spec.head_dim_kpe);
     program.geometry.threads_per_block = kThreadsPerBlock;
     program.geometry.dynamic_smem_bytes = shared_storage_bytes();
     program.geometry.cooperative = true;  // phase 0 merges behind a grid barrier

@@ -111,11 +111,11 @@ class PortableFamily final : public KernelFamily {
     // the fleet matrix. The narrow layout stays the kernel's default (tier 1 only, chosen per
     // tile at run time).
     program.name_expression = fmt::format(
-        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}, "
-        "{}, {}, true>>",
+        "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}, {}, "
+        "true>>",
         kernel_type_name(spec.q_dtype), kv_kernel_type_name(spec),
         kernel_type_name(spec.o_dtype),
-        spec.head_dim_ckv, spec.head_dim_kpe, spec.causal, spec.tile.num_stages,
+        spec.head_dim_ckv, spec.head_dim_kpe, spec.tile.num_stages,
         spec.tile.kv_tile, spec.tile.qk_shard, spec.tile.q_tile);
     program.geometry.threads_per_block = kThreadsPerBlock;
     program.geometry.dynamic_smem_bytes = shared_storage_bytes(spec, spec.tile);

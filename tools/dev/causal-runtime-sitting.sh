@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The causal mask as a run-time value (MlaParams::causal; one spec serves causal and not):
+# verify on both families, the GPU suite forced to each, then this tree's build against main's
+# (old/prefix) in rotated order: the hopper A/B shapes (bf16, and e4m3 at 128 heads) and the
+# portable family on each forced tier, causal and not, 128 and 16 heads. Last, issue 10's
+# stall profile (stall-profile-sitting.sh, without its A/B round) on this tree's hopper kernel.
+# Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; main's build installed into
+# carry/gpu/old/prefix (cmake --install ... --strip); kernels/ with the portable P V loop's
+# `#pragma unroll 2` made `#pragma unroll` in carry/gpu/full/kernels; this file and
+# stall-profile-sitting.sh beside them.
+# Device call, carry ["carry/gpu"]: bash carry/gpu/causal-runtime-sitting.sh. Writes
+# $OUT/c.txt, $OUT/c.tgz (and the stall profile's $OUT/s.txt, $OUT/s.tgz).
+cd "$(dirname "$0")"
+source ./sitting-lib.sh  # step, begin_sitting, HOPPER_AB_SHAPES
+begin_sitting c
+new=prefix/bin/mlajit old=old/prefix/bin/mlajit
+for family in hopper portable; do
+  step verify_$family 90 env MLAJIT_CACHE_DIR=$g/uc $new verify --kernel $family
+done
+for family in hopper portable; do
+  step suite_$family 150 env MLAJIT_TEST_KERNEL=$family MLAJIT_CACHE_DIR=$g/uc ./mlajit_gpu_tests
+done
+grep -hE "FAILED|with expansion|REQUIRE" -A3 $L/suite_*.txt | head -30 >> $log
+PORTABLE_SHAPES=(--shape 128,64,4096,64 --shape 128,64,4096,64,2,1 --shape 128,1,1024,64
+                 --shape 16,128,4096,64 --shape 16,64,4096,64,2,1 --shape 16,32,4096,1,4,1)
+# full: this tree's library with its portable P V loop fully unrolled (full/kernels), which
+# spills on some archs (not sm_90's 16-bit specs): what two k-steps an iteration cost.
+for r in 0 1; do
+  for v in $( ((r % 2)) && echo "old full new" || echo "new full old"); do
+    b=${!v:-$new}; uc=MLAJIT_CACHE_DIR=$g/uc-$v
+    [[ $v == full ]] && uc="$uc MLAJIT_KERNEL_DIR=$g/full/kernels"
+    if [[ $v != full ]]; then
+      step bh_${v}_r$r 120 env $uc $b bench --kernel hopper "${HOPPER_AB_SHAPES[@]}" --csv $C/bh_${v}_r$r.csv
+      step be_${v}_r$r 60 env $uc $b bench --kernel hopper --kv-dtype e4m3 --shape 128,64,16384,64 \
+        --shape 128,64,4096,64,2,1 --csv $C/be_${v}_r$r.csv
+    fi
+    for t in 1 2 3; do
+      step bp${t}_${v}_r$r 90 env $uc $b bench --kernel portable --tier $t "${PORTABLE_SHAPES[@]}" \
+        --csv $C/bp${t}_${v}_r$r.csv
+    done
+  done
+done
+python3 - "$C" >> $log <<'EOF'
+import csv, glob, os, sys, collections
+rows = collections.defaultdict(dict)
+for f in sorted(glob.glob(sys.argv[1] + "/*.csv")):
+    kind, v, r = os.path.basename(f)[:-4].split("_")
+    for row in csv.DictReader(open(f)):
+        shape = ",".join(row[k] for k in ("heads", "batch", "kv_len", "page", "q_len", "causal"))
+        rows[(kind, shape)][v + "_" + r] = float(row["median_us"])
+names = ("new_r0", "new_r1", "full_r0", "full_r1", "old_r0", "old_r1")
+print("kind shape", *names, "new/old full/old")
+def ratio(m, a, b):
+    x = [m.get(a + "_r0"), m.get(a + "_r1"), m.get(b + "_r0"), m.get(b + "_r1")]
+    return "%.3f" % ((x[0] + x[1]) / (x[2] + x[3])) if None not in x else "-"
+for (kind, shape), m in sorted(rows.items()):
+    print(kind, shape, *("%.1f" % m[k] if k in m else "-" for k in names),
+          ratio(m, "new", "old"), ratio(m, "full", "old"))
+EOF
+echo "--- $(date +%T) c done" >> $log
+timeout 260 bash ./stall-profile-sitting.sh --no-ab
