@@ -54,8 +54,8 @@ struct MLAJIT_API KernelSpec {
   // Canonical text, e.g.
   // "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"
   // The causal mask is not a spec value: kernels take it at run time (MlaShape::causal).
-  // kv_scales other than kPerTensor adds ";kv_scales=token128" after kv (so the texts of
-  // per-tensor specs, and the caches keyed by them, are what they were before the field).
+  // kv_scales other than kPerTensor adds ";kv_scales=token128" after kv (a per-tensor spec's
+  // text has no such field).
   std::string text() const;
   // Inverse of text(); throws Error(kInvalidArgument) naming the offending field.
   static KernelSpec parse(const std::string& text);

@@ -149,7 +149,7 @@ std::vector<KernelSpec> fleet_matrix(const FleetMatrixOptions& options) {
                 fmt::format("the precompile matrix is empty: {}", fmt::join(skipped, "; ")));
   }
   throw Error(ErrorCode::kInvalidArgument,
-              "the precompile matrix is empty: no kernel family has a row with the asked dtypes, "
+              "the precompile matrix is empty: no kernel family has a row with the asked dtypes "
               "and head dims");
 }
 
