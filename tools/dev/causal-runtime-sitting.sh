@@ -24,17 +24,20 @@ grep -hE "FAILED|with expansion|REQUIRE" -A3 $L/suite_*.txt | head -30 >> $log
 PORTABLE_SHAPES=(--shape 128,64,4096,64 --shape 128,64,4096,64,2,1 --shape 128,1,1024,64
                  --shape 16,128,4096,64 --shape 16,64,4096,64,2,1 --shape 16,32,4096,1,4,1)
 # full: this tree's library with its portable P V loop fully unrolled (full/kernels), which
-# spills on some archs (not sm_90's 16-bit specs): what two k-steps an iteration cost.
-for r in 0 1; do
-  for v in $( ((r % 2)) && echo "old full new" || echo "new full old"); do
+# spills on some archs (not sm_90's 16-bit specs): what two k-steps an iteration cost
+# (NO_FULL=" " leaves it out, for a short sitting).
+# SHORT=1 (a sitting's last minutes): one round, tier 1, no e4m3 and no full variant.
+[[ -n $SHORT ]] && { rounds=0; tiers=1; NO_FULL=" "; } || { rounds="0 1"; tiers="1 2 3"; }
+for r in $rounds; do
+  for v in $( ((r % 2)) && echo "old ${NO_FULL:-full} new" || echo "new ${NO_FULL:-full} old"); do
     b=${!v:-$new}; uc=MLAJIT_CACHE_DIR=$g/uc-$v
     [[ $v == full ]] && uc="$uc MLAJIT_KERNEL_DIR=$g/full/kernels"
     if [[ $v != full ]]; then
       step bh_${v}_r$r 120 env $uc $b bench --kernel hopper "${HOPPER_AB_SHAPES[@]}" --csv $C/bh_${v}_r$r.csv
-      step be_${v}_r$r 60 env $uc $b bench --kernel hopper --kv-dtype e4m3 --shape 128,64,16384,64 \
+      [[ -n $SHORT ]] || step be_${v}_r$r 60 env $uc $b bench --kernel hopper --kv-dtype e4m3 --shape 128,64,16384,64 \
         --shape 128,64,4096,64,2,1 --csv $C/be_${v}_r$r.csv
     fi
-    for t in 1 2 3; do
+    for t in $tiers; do
       step bp${t}_${v}_r$r 90 env $uc $b bench --kernel portable --tier $t "${PORTABLE_SHAPES[@]}" \
         --csv $C/bp${t}_${v}_r$r.csv
     done
@@ -50,9 +53,9 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.csv")):
         rows[(kind, shape)][v + "_" + r] = float(row["median_us"])
 names = ("new_r0", "new_r1", "full_r0", "full_r1", "old_r0", "old_r1")
 print("kind shape", *names, "new/old full/old")
-def ratio(m, a, b):
-    x = [m.get(a + "_r0"), m.get(a + "_r1"), m.get(b + "_r0"), m.get(b + "_r1")]
-    return "%.3f" % ((x[0] + x[1]) / (x[2] + x[3])) if None not in x else "-"
+def ratio(m, a, b):  # over the rounds both variants ran
+    rs = [r for r in ("_r0", "_r1") if a + r in m and b + r in m]
+    return "%.3f" % (sum(m[a + r] for r in rs) / sum(m[b + r] for r in rs)) if rs else "-"
 for (kind, shape), m in sorted(rows.items()):
     print(kind, shape, *("%.1f" % m[k] if k in m else "-" for k in names),
           ratio(m, "new", "old"), ratio(m, "full", "old"))
