@@ -52,7 +52,6 @@ void spec_seeds(const fs::path& dir) {
   spec.q_dtype = spec.kv_dtype = spec.o_dtype = mlajit::DType::kFloat16;
   spec.head_dim_ckv = 256;
   spec.head_dim_kpe = 32;
-  spec.causal = true;
   spec.tile.num_stages = 1;
   spec.tile.kv_tile = 32;
   spec.tile.qk_shard = false;
@@ -66,8 +65,12 @@ void spec_seeds(const fs::path& dir) {
   demo.arch = "compute_80";
   write_text(dir, "demo_ptx", demo.text());
   write_text(dir, "reordered",
-             "spin;arch=sm_100f;q_tile=64;qk_shard=1;kv_tile=64;stages=2;causal=0;kpe=64;ckv=512;"
+             "spin;arch=sm_100f;q_tile=64;qk_shard=1;kv_tile=64;stages=2;kpe=64;ckv=512;"
              "o=bf16;kv=bf16;q=bf16");
+  // A text from before the causal mask became a run-time value (refused by name).
+  write_text(dir, "old_causal_field",
+             "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;causal=1;stages=2;kv_tile=64;"
+             "qk_shard=1;q_tile=64;arch=sm_90");
   write_text(dir, "missing_field", "portable;q=bf16;kv=bf16");
 }
 
