@@ -517,6 +517,8 @@ void add_parser_cases(std::vector<BadInput>& cases) {
   spec_case("arch sm_9", "'arch'", replace("arch=sm_90", "arch=sm_9"));
   spec_case("qk_shard = 2", "'qk_shard'", replace("qk_shard=1", "qk_shard=2"));
   spec_case("causal (a run-time value)", "'causal'", good + ";causal=1");
+  spec_case("rows = any (the default is written by leaving the field out)", "'rows'",
+            replace(";arch=", ";rows=any;arch="));
   cases.push_back({"parse_dtype", "\"fp32\"", "'fp32'", ErrorCode::kInvalidArgument,
                    [] { mlajit::parse_dtype("fp32"); }});
 }

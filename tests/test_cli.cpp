@@ -316,12 +316,13 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   // portable: every profiled arch x (2 dtypes x 2 head dims + bf16 queries over an e4m3 cache
   // at 512/64, with per-tensor and per-token scales); hopper: sm_90a x (2 dtypes + bf16 over
   // e4m3 with per-tensor and per-token scales) (512/64 only). No causal rows: the mask is a
-  // run-time value. And merge_states (merge_states.h), once per profiled arch.
+  // run-time value. A portable row whose tile has the narrow layout is two specs: with it (for
+  // head counts that take it) and without (rows=wide: 128, 64, 32 heads). And merge_states
+  // (merge_states.h), once per profiled arch.
   const size_t archs = mlajit::jit::device_profiles().size();
   const size_t portable_rows = archs * (2 * 2 + 2);
-  CHECK(specs.size() == portable_rows + 4 + archs);
   std::set<std::string> texts;
-  size_t hopper_rows = 0, merge_rows = 0;
+  size_t hopper_rows = 0, merge_rows = 0, wide_rows = 0, narrow_capable_rows = 0;
   for (const auto& spec : specs) {
     texts.insert(spec.text());
     INFO(spec.text());
@@ -336,6 +337,14 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
     } else {
       CHECK(spec.family == "portable");
       CHECK(spec.tile == portable::select_tile_config(spec, profile_target(spec.arch)));
+      wide_rows += spec.wide_rows_only;
+      narrow_capable_rows += !spec.wide_rows_only && portable::has_narrow_layout(spec.tile);
+      if (spec.wide_rows_only) {  // its twin with the narrow layout is in the matrix too
+        KernelSpec twin = spec;
+        twin.wide_rows_only = false;
+        CHECK(std::any_of(specs.begin(), specs.end(),
+                          [&](const KernelSpec& other) { return other == twin; }));
+      }
     }
     CHECK(spec.q_dtype == spec.o_dtype);
     if (spec.kv_dtype == DType::kFloat8E4M3) {
@@ -347,10 +356,13 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   }
   CHECK(hopper_rows == 4);
   CHECK(merge_rows == archs);
+  CHECK(wide_rows == narrow_capable_rows);
+  CHECK(wide_rows >= 4 * 6);  // sm_90/100/103/110 at least: their tier 1 for every row
+  CHECK(specs.size() == portable_rows + wide_rows + 4 + archs);
   CHECK(texts.size() == specs.size());  // no duplicates
   FleetMatrixOptions portable_only;
   portable_only.kernel = "portable";
-  CHECK(fleet_matrix(portable_only).size() == portable_rows);
+  CHECK(fleet_matrix(portable_only).size() == portable_rows + wide_rows);
   FleetMatrixOptions hopper_only;
   hopper_only.kernel = "hopper";
   CHECK(fleet_matrix(hopper_only).size() == 4);
@@ -364,12 +376,17 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
   // hopper's rows are sm_90a whatever the 9.0 arch asked: 1 spec, however many times asked.
-  CHECK(fleet_matrix(options).size() == 3);
+  // portable: sm_90 and sm_90a ("90" is sm_90 again), each tier 1 with and without the
+  // narrow layout.
+  CHECK(fleet_matrix(options).size() == 5);
   options.kernel = "portable";
   const auto specs = fleet_matrix(options);
-  REQUIRE(specs.size() == 2);  // sm_90 and sm_90a; "90" is sm_90 again
+  REQUIRE(specs.size() == 4);
   CHECK(specs[0].arch == "sm_90");
-  CHECK(specs[1].arch == "sm_90a");
+  CHECK(specs[0].wide_rows_only);  // spec_for's for the row's 128 heads first
+  CHECK(specs[1].arch == "sm_90");
+  CHECK_FALSE(specs[1].wide_rows_only);
+  CHECK(specs[2].arch == "sm_90a");
   options.archs = {"sm_999"};
   CHECK_THROWS_AS(fleet_matrix(options), mlajit::Error);
   options.archs = {"sm_90"};
@@ -382,8 +399,9 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.kv_dtypes = {DType::kFloat8E4M3};
   options.head_dims = {};
   const auto fp8 = fleet_matrix(options);
-  // portable and hopper: bf16 queries, 512/64, per-tensor and per-token scales.
-  REQUIRE(fp8.size() == 4);
+  // portable (tier 1 on sm_90, with and without narrow tiles) and hopper: bf16 queries,
+  // 512/64, per-tensor and per-token scales.
+  REQUIRE(fp8.size() == 6);
   size_t token_scaled = 0;
   for (const auto& spec : fp8) {
     const bool per_token = spec.kv_scales == KvScales::kPerToken128;
@@ -391,8 +409,8 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
     CHECK(spec.text().find(spec.family + (per_token ? ";q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;"
                                                     : ";q=bf16;kv=e4m3;o=bf16;ckv=512;")) == 0);
   }
-  CHECK(token_scaled == 2);
-  CHECK(fp8[0].family != fp8[3].family);
+  CHECK(token_scaled == 3);
+  CHECK(fp8.front().family != fp8.back().family);
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
   CHECK(parse_head_dims("256/32") == HeadDims{256, 32});
@@ -407,12 +425,16 @@ TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix 
   options.dtypes = {DType::kBFloat16};
   options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
-  REQUIRE(fleet_matrix(options).size() == 1);
+  REQUIRE(fleet_matrix(options).size() == 2);  // tier 1, with and without the narrow layout
   CHECK(tier_of(fleet_matrix(options)[0].tile) == 1);
   options.all_tiers = true;
   const auto tiers = fleet_matrix(options);
-  REQUIRE(tiers.size() == 3);  // sm_90 fits all three
+  REQUIRE(tiers.size() == 4);  // sm_90 fits all three; only tier 1 has the narrow layout
   CHECK(tier_of(tiers[0].tile) == 1);
+  CHECK(tier_of(tiers[1].tile) == 1);
+  CHECK(tier_of(tiers[2].tile) == 2);
+  CHECK(tier_of(tiers[3].tile) == 3);
+  CHECK_FALSE(tiers[2].wide_rows_only);
   options.all_tiers = false;
   const DeviceTarget small = profile_target("sm_89");
   options.smem = SmemOverride{small.smem_per_sm, small.smem_per_block_optin};
@@ -866,12 +888,13 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
   const JsonValue report = parse_json(first.out);
-  CHECK(report["specs"].number == 2);
-  CHECK(report["compiled"].number == 2);
+  // sm_80 tier 2; sm_90 tier 1 with and without the narrow layout (rows=wide).
+  CHECK(report["specs"].number == 3);
+  CHECK(report["compiled"].number == 3);
   CHECK(report["cached"].number == 0);
   CHECK(report["failed"].number == 0);
   const auto files = entry_files(out.path());
-  CHECK(files.size() == 2);
+  CHECK(files.size() == 3);
   CHECK(report["bytes"].number > 0);
   CHECK(entry_files(cache.path()).empty());  // --out leaves the user cache alone
 
@@ -880,8 +903,8 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   REQUIRE(second.exit_code == 0);
   const JsonValue again = parse_json(second.out);
   CHECK(again["compiled"].number == 0);
-  CHECK(again["cached"].number == 2);
-  CHECK(entry_files(out.path()).size() == 2);
+  CHECK(again["cached"].number == 3);
+  CHECK(entry_files(out.path()).size() == 3);
 
   // The listing of the shipped directory names exactly the specs of the matrix.
   const CliRun list = run_cli("list --json --cache-dir " + shell_quote(out.path()), cache.path());
@@ -896,7 +919,7 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   CHECK(listed == built);
 
   // Text mode (stderr not a terminal): one progress line per spec, then the summary table.
-  const CliRun text = run_cli("precompile --kernel portable --arch sm_90 --dtype bf16 "
+  const CliRun text = run_cli("precompile --kernel portable --arch sm_80 --dtype bf16 "
                               "--kv-dtype bf16 --head-dims 512/64 --out " +
                                   shell_quote(out.path()),
                               cache.path());
@@ -916,7 +939,8 @@ TEST_CASE("precompile's parallel jobs compile in helper processes beside the lib
   // process mode: a job that found no helper fails instead of compiling in the CLI; at debug
   // level the library names each helper it starts. The CLI loads build/libmlajit.so, whose
   // helper is build/mlajit-compiler-helper.
-  const CliRun run = run_cli("precompile --kernel portable --arch sm_80,sm_90 --dtype bf16 "
+  // Tier 2 at 256/32 on both (one spec each, no narrow-layout twin).
+  const CliRun run = run_cli("precompile --kernel portable --arch sm_86,sm_89 --dtype bf16 "
                              "--head-dims 256/32 -j 2 --json --out " + shell_quote(out.path()),
                              cache.path(),
                              "MLAJIT_COMPILE_MODE=process SPDLOG_LEVEL=mlajit.jit=debug");
@@ -967,8 +991,10 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  // portable: 10 archs x 6 shapes; hopper: sm_90a x 4 shapes; merge_states: one per arch
-  CHECK(specs == 74);
+  // portable: 10 archs x 6 shapes, and 28 twins without the narrow layout (rows=wide: tier 1
+  // on sm_90/100/103/110 for all 6, on sm_80/87 for the two 256/32 rows); hopper: sm_90a x 4
+  // shapes; merge_states: one per arch.
+  CHECK(specs == 102);
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
@@ -990,7 +1016,7 @@ TEST_CASE("precompile of the default matrix twice compiles nothing the second ti
   const CliRun first = run_cli(args, cache.path());
   REQUIRE(first.exit_code == 0);
   const double specs = parse_json(first.out)["specs"].number;
-  CHECK(specs == 74);
+  CHECK(specs == mlajit::family::fleet_matrix(mlajit::family::FleetMatrixOptions{}).size());
   CHECK(parse_json(first.out)["compiled"].number == specs);
   const CliRun second = run_cli(args, cache.path());
   REQUIRE(second.exit_code == 0);
@@ -1006,7 +1032,7 @@ TEST_CASE("precompile --kernel names the family's rows, and says why it cannot b
   INFO(rows.err);
   REQUIRE(rows.exit_code == 0);
   const JsonValue matrix = parse_json(rows.out);
-  CHECK(matrix["specs"].number == 6);
+  CHECK(matrix["specs"].number == 12);  // 6 rows on tier 1, each with and without narrow tiles
   for (const auto& spec : matrix["matrix"].items) {
     CHECK(spec.text.rfind("portable;", 0) == 0);
     CHECK(spec.text.find(";arch=sm_90a") != std::string::npos);

@@ -25,6 +25,7 @@ using mlajit::test::ScopedEnv;
 using namespace mlajit::jit;
 using mlajit::family::profile_target;
 using mlajit::family::portable::select_tile_config;
+using mlajit::family::portable::tile_tier;
 using mlajit::family::portable::shared_storage_bytes;
 using mlajit::family::portable::tile_candidates;
 using mlajit::family::portable::tile_tier;
@@ -117,7 +118,7 @@ TEST_CASE("a portable program names its kernel instance and sets the prelude con
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
         "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::bf16_t, "
-        "mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, 512, 64, 2, 64, true, 64, true>>");
+        "mlajit_kernel::bf16_t, mlajit_kernel::bf16_t, 512, 64, 2, 64, true, 64, true, true>>");
   CHECK(program.request.arch == "sm_90a");
   CHECK(program.request.random_seed == 0);
   CHECK(program.geometry.threads_per_block == 256);
@@ -150,6 +151,27 @@ TEST_CASE("a portable program names its kernel instance and sets the prelude con
   CHECK(program.request.headers.count("utility/spin.cuh") == 0);
 }
 
+TEST_CASE("rows=wide leaves the narrow layout out of a large-tier program, and of no other") {
+  KernelSpec spec = mla_spec("sm_90", DType::kBFloat16, 512, 64);
+  const std::string with_narrow = generate_program(spec).request.name_expression;
+  spec.wide_rows_only = true;
+  const GeneratedProgram wide = generate_program(spec);
+  CHECK(contains(with_narrow, ", 64, true, true>>"));
+  CHECK(contains(wide.request.name_expression, ", 64, true, false>>"));
+  CHECK(contains(wide.request.source, spec.text()));
+  CHECK(generate_program(spec).source_hash == wide.source_hash);
+  // A tier without the layout has nothing to leave out: the spec is refused by name.
+  spec.tile = tile_tier(2);
+  try {
+    generate_program(spec);
+    FAIL("rows=wide on tier 2 was accepted");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::kInvalidArgument);
+    CHECK(contains(error.what(), "rows=wide"));
+    CHECK(contains(error.what(), "kv_tile >= 64"));
+  }
+}
+
 TEST_CASE("a program's headers are its entry file's include closure, by path below kernels/") {
   const std::map<std::string, std::string> files{
       // Blanks around the '#' count; a commented-out directive names no file.
@@ -179,7 +201,7 @@ TEST_CASE("an f16 spec with 256/32 heads names the matching instance") {
   const GeneratedProgram program = generate_program(spec);
   CHECK(program.request.name_expression ==
         "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<mlajit_kernel::f16_t, "
-        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 256, 32, 1, 16, false, 64, true>>");
+        "mlajit_kernel::f16_t, mlajit_kernel::f16_t, 256, 32, 1, 16, false, 64, true, false>>");
   // Q 64x256 + 64x32 and one stage of KV 16x256 + 16x64 (kpe or P), 2 bytes each, plus
   // 2 x 64 floats of softmax exchange: 32768 + 4096 + 8192 + 2048 + 512.
   CHECK(program.geometry.dynamic_smem_bytes == 47616);

@@ -125,6 +125,23 @@ TEST_CASE("per-token KV scales add one field after kv; per-tensor specs' texts a
   CHECK_THROWS_AS(mlajit::parse_kv_scales("per-token"), Error);
 }
 
+TEST_CASE("rows=wide adds one field after q_tile; other specs' texts are unchanged") {
+  KernelSpec spec;
+  const std::string any_rows = spec.text();
+  CHECK(any_rows.find("rows") == std::string::npos);
+  spec.wide_rows_only = true;
+  const std::string wide = spec.text();
+  CHECK(wide.find(";q_tile=64;rows=wide;arch=sm_90") != std::string::npos);
+  CHECK(KernelSpec::parse(wide) == spec);
+  CHECK(KernelSpec::parse(wide).wide_rows_only);
+  CHECK_FALSE(KernelSpec::parse(any_rows).wide_rows_only);
+  CHECK(wide != any_rows);  // so are their cache keys
+  std::string written = wide;
+  written.replace(written.find("rows=wide"), 9, "rows=any");
+  require_parse_error(written, {"'rows'", "'any'", "leaving the field out"});
+  require_parse_error(wide + ";rows=wide", {"appears twice"});
+}
+
 TEST_CASE("dtype names parse back and have their sizes") {
   for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat8E4M3}) {
     CHECK(mlajit::parse_dtype(mlajit::dtype_name(dtype)) == dtype);

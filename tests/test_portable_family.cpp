@@ -169,9 +169,10 @@ TEST_CASE("the portable spec takes the device's tier, a forced tier, and the tar
   MlaShape shape;
   shape.causal = true;
   const KernelSpec spec = portable().spec_for(shape, profile_target("sm_90a"), {});
+  // 128 heads: every tile has 64 rows, so the large tier's kernel leaves the narrow layout out.
   CHECK(spec.text() ==
         "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=1;"
-        "q_tile=64;arch=sm_90a");
+        "q_tile=64;rows=wide;arch=sm_90a");
   // The causal mask is a run-time value: the non-causal shape runs the same spec.
   MlaShape full = shape;
   full.causal = false;
@@ -181,10 +182,31 @@ TEST_CASE("the portable spec takes the device's tier, a forced tier, and the tar
   options.force_tier = 3;
   CHECK(portable().tier_of(portable().spec_for(shape, profile_target("sm_90"), options)) == 3);
   CHECK(portable().tier_of(portable().spec_for(shape, profile_target("sm_86"), {})) == 3);
-  // Every tier that fits, for precompiling forced tiers: all three on sm_90, two on sm_80.
-  CHECK(portable().fleet_specs(shape, profile_target("sm_90"), true).size() == 3);
+  CHECK_FALSE(portable().spec_for(shape, profile_target("sm_90"), options).wide_rows_only);
+  // Every tier that fits, for precompiling forced tiers: all three on sm_90 (tier 1 with and
+  // without the narrow layout), two on sm_80.
+  CHECK(portable().fleet_specs(shape, profile_target("sm_90"), true).size() == 4);
+  CHECK(portable().fleet_specs(shape, profile_target("sm_90"), false).size() == 2);
   CHECK(portable().fleet_specs(shape, profile_target("sm_80"), true).size() == 2);
   CHECK(portable().fleet_specs(shape, profile_target("sm_80"), false).size() == 1);
+}
+
+TEST_CASE("the portable spec leaves the narrow layout out exactly for head counts that never "
+          "make a tile of 16 rows or fewer") {
+  const mlajit::family::DeviceTarget sm90 = profile_target("sm_90");
+  for (int heads = 1; heads <= 128; ++heads) {
+    INFO("heads " << heads);
+    MlaShape shape;
+    shape.num_heads = heads;
+    // Some q_len (1..64) whose packed rows leave a tile of 1..16 rows, cutting at 64.
+    bool small_tile = false;
+    for (int q_len = 1; q_len <= 64; ++q_len) {
+      const int last = q_len * heads % 64;
+      small_tile = small_tile || (last >= 1 && last <= 16);
+    }
+    CHECK(portable().spec_for(shape, sm90, {}).wide_rows_only == !small_tile);
+    CHECK_FALSE(portable().spec_for(shape, profile_target("sm_86"), {}).wide_rows_only);
+  }
 }
 
 TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs, and FP8 KV") {

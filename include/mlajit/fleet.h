@@ -39,7 +39,9 @@ struct FleetSpec {
   int tier = 0;  // its family's tile tier (1 = largest); 0 when the family has no tiers
 };
 
-// arch x family x row, one spec each (more with all_tiers), without duplicates, in that order.
+// arch x family x row, one spec each (two where the portable tile has a layout for few-row
+// tiles: with it, and rows=wide for head counts that are multiples of 32; more with
+// all_tiers), without duplicates, in that order.
 // With "auto" a family skips the archs it cannot serve; a family asked for by name that cannot
 // build an asked row on an asked arch is Error(kUnsupported) saying why. Throws
 // Error(kInvalidArgument) for an unknown arch or family name (listing the known ones), head

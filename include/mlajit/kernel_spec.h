@@ -49,13 +49,17 @@ struct MLAJIT_API KernelSpec {
   int head_dim_ckv = 512;
   int head_dim_kpe = 64;
   TileConfig tile;
+  // The shape's head count makes every tile a full one (more rows than a family's few-row
+  // layout takes): the kernel leaves that layout's code out. Portable sets it on its large tier
+  // for head counts that are multiples of 32; no other family has such a layout.
+  bool wide_rows_only = false;
   std::string arch = "sm_90";  // NVRTC target: "sm_80", "sm_90a", "compute_90" (PTX), ...
 
   // Canonical text, e.g.
   // "portable;q=bf16;kv=bf16;o=bf16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=1;q_tile=64;arch=sm_90"
   // The causal mask is not a spec value: kernels take it at run time (MlaShape::causal).
   // kv_scales other than kPerTensor adds ";kv_scales=token128" after kv (a per-tensor spec's
-  // text has no such field).
+  // text has no such field); wide_rows_only adds ";rows=wide" after q_tile.
   std::string text() const;
   // Inverse of text(); throws Error(kInvalidArgument) naming the offending field.
   static KernelSpec parse(const std::string& text);

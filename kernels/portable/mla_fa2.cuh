@@ -51,28 +51,20 @@ struct Conditional<false, IfTrue, IfFalse> {
   using type = IfFalse;
 };
 
-// Which tiles take the NarrowRows layout (tiles of at most 16 valid rows).
-//  - kNever: none. The host's choice when no tile can have that few rows: tiles start at
-//    multiples of Q_TILE = 64 packed rows, so a tile's row count is (q_len * num_heads) mod 64
-//    or 64, never 1..16 when num_heads is a multiple of 32.
-//  - kLargeTier (production): those of the large tier only (64-token tiles, 2 stages). On the
-//    H200 the smaller tiers ran their 64-row tiles (128 heads) 7-8% slower once the narrow code
-//    was in the kernel (register allocation), while their narrow tiles gained 1.6-1.8x.
-//  - kEveryTier: every tier (a development setting: MLAJIT_DEV_NARROW_ALL_TIERS in the harness).
-enum class NarrowTiles { kNever, kLargeTier, kEveryTier };
-
 // The last two parameters are code paths a spec can leave out (each costs a copy of the KV
-// loop in the program). Their defaults are right for every shape: page ids the usual way (as
-// pages of at least a KV tile take them) and the production narrow rule.
+// loop in the program); the host chooses them (src/family/portable).
 //  - PAGE_IDS_AHEAD: each KV tile's page ids are fetched a tile ahead of its copies, into
 //    registers. Worth it when pages are shorter than the KV tile (every row of a tile may lie
 //    on its own page, and the id load would otherwise stall the copies): on the H200 page 1
 //    ran 19-25% faster with it; page sizes >= KV tile gain nothing. Either way is correct for
-//    every page size; the host chooses by the page size it plans for.
-//  - NARROW_TILES: see NarrowTiles.
+//    every page size.
+//  - NARROW_TILES: tiles of at most kNarrowRows valid rows take the NarrowRows layout (else the
+//    64-row layout computes them too, correct and slower). Either way is correct for every
+//    tile; the host leaves it out where no tile can be that small, and on tiers where it
+//    slowed the 64-row tiles more than it helped the narrow ones.
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
           int NUM_STAGES, int KV_TILE, bool QK_SHARD, int Q_TILE,
-          bool PAGE_IDS_AHEAD = false, NarrowTiles NARROW_TILES = NarrowTiles::kLargeTier>
+          bool PAGE_IDS_AHEAD, bool NARROW_TILES>
 struct MlaConfig {
   using QType = QType_;
   using KVType = KVType_;  // as stored in the cache
@@ -98,9 +90,7 @@ struct MlaConfig {
   static constexpr bool kQkShard = QK_SHARD;
   static constexpr int kQTile = Q_TILE;
   static constexpr bool kPageIdsAhead = PAGE_IDS_AHEAD;
-  static constexpr bool kNarrowTiles =
-      NARROW_TILES == NarrowTiles::kEveryTier ||
-      (NARROW_TILES == NarrowTiles::kLargeTier && KV_TILE >= 64 && NUM_STAGES >= 2);
+  static constexpr bool kNarrowTiles = NARROW_TILES;
   // Narrow tiles over an e4m3 cache run as two streams reading codes (narrow_streams.cuh)
   // where two 16-bit stages hold their four stages of codes; else they expand the codes.
   // Not over per-token scales: the streams scale scores and O by one factor per operand.

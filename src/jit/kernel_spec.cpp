@@ -1,7 +1,7 @@
 // KernelSpec's canonical text and its strict parser. The text is hashed into cache keys, so
 // parse() accepts exactly what text() writes: every field once, in any order after the
-// family, with no defaults filled in silently. The one optional field, kv_scales, is written
-// only when it is not per-tensor, and so is refused when it says "tensor".
+// family, with no defaults filled in silently. The optional fields (kv_scales, rows) are
+// written only when they differ from their default, and so are refused when they name it.
 #include "mlajit/kernel_spec.h"
 
 #include <cctype>
@@ -66,10 +66,10 @@ std::string KernelSpec::text() const {
   const std::string scales =
       kv_scales == KvScales::kPerTensor ? "" : fmt::format(";kv_scales={}", kv_scales_name(kv_scales));
   return fmt::format(
-      "{};q={};kv={}{};o={};ckv={};kpe={};stages={};kv_tile={};qk_shard={};q_tile={};arch={}",
+      "{};q={};kv={}{};o={};ckv={};kpe={};stages={};kv_tile={};qk_shard={};q_tile={}{};arch={}",
       family, dtype_name(q_dtype), dtype_name(kv_dtype), scales, dtype_name(o_dtype), head_dim_ckv,
       head_dim_kpe, tile.num_stages, tile.kv_tile, tile.qk_shard ? 1 : 0,
-      tile.q_tile, arch);
+      tile.q_tile, wide_rows_only ? ";rows=wide" : "", arch);
 }
 
 namespace {
@@ -82,7 +82,7 @@ const std::vector<std::string>& field_names() {
 
 // Fields text() writes only when they differ from their default.
 const std::vector<std::string>& optional_field_names() {
-  static const std::vector<std::string> names = {"kv_scales"};
+  static const std::vector<std::string> names = {"kv_scales", "rows"};
   return names;
 }
 
@@ -219,6 +219,13 @@ KernelSpec KernelSpec::parse(const std::string& text) {
   spec.tile.kv_tile = parse_positive("kv_tile", fields["kv_tile"], text);
   spec.tile.qk_shard = parse_flag("qk_shard", fields["qk_shard"], text);
   spec.tile.q_tile = parse_positive("q_tile", fields["q_tile"], text);
+  if (fields.count("rows")) {
+    if (fields["rows"] != "wide") {
+      bad_field("rows", fields["rows"], "wide (a kernel for tiles of any row count is written by "
+                "leaving the field out)", text);
+    }
+    spec.wide_rows_only = true;
+  }
   if (!is_arch_text(fields["arch"])) {
     bad_field("arch", fields["arch"], "sm_XX, sm_XXa, sm_XXf or compute_XX (e.g. sm_90a)", text);
   }

@@ -10,8 +10,9 @@
 // Development switches (not in the library's kernel: there the config's template parameters
 // decide). Set them at build time, e.g.
 //   HARNESS_FLAGS=-DMLAJIT_DEV_NO_PAGE_PREFETCH tools/dev/run_harness.sh --build
-//  - MLAJIT_DEV_NARROW_ALL_TIERS: every tier has the narrow row layout (production: the
-//    config's default, the large tier only).
+//  - MLAJIT_DEV_NARROW_ALL_TIERS: every tier has the narrow row layout (production: the large
+//    tier only, for head counts that are not a multiple of 32; the harness's cases have it
+//    there).
 //  - MLAJIT_DEV_NO_PAGE_PREFETCH: page ids are never fetched a tile ahead (production: they are
 //    when pages are shorter than the KV tile, the choice the host makes per spec).
 #include <cstdint>
@@ -50,7 +51,7 @@ constexpr bool kPageIdsAheadAllowed = true;
 // the harness keeps it in the config, for its cases and the params it fills.
 template <typename D, int CKV, int KPE, bool CAUSAL, int STAGES, int KV, bool SHARD, bool AHEAD>
 struct Cfg : MlaConfig<D, D, D, CKV, KPE, STAGES, KV, SHARD, 64, AHEAD,
-                       kNarrowAllTiers ? NarrowTiles::kEveryTier : NarrowTiles::kLargeTier> {
+                       kNarrowAllTiers || (KV >= 64 && STAGES >= 2)> {
   static constexpr bool kCausal = CAUSAL;
 };
 

@@ -202,6 +202,12 @@ class HopperFamily final : public KernelFamily {
                               "qk_shard=0 q_tile=64 (in \"{}\")",
                               spec.text()));
     }
+    if (spec.wide_rows_only) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("the hopper kernel has no layout for few-row tiles to leave out: "
+                              "drop rows=wide (in \"{}\")",
+                              spec.text()));
+    }
     if (spec.arch != "sm_90a") {
       throw Error(ErrorCode::kUnsupported,
                   fmt::format("the hopper kernel uses wgmma and setmaxnreg: arch must be sm_90a, "

@@ -1,6 +1,7 @@
 #include "family/portable/portable_family.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -13,9 +14,10 @@ namespace {
 // Two warpgroups of four warps: the kernel's MlaConfig::kThreads, which static_asserts the
 // MLAJIT_EXPECTED_THREADS that codegen writes from this geometry.
 constexpr int kThreadsPerBlock = 256;
-// Decode tiles of at most this many heads (the kernel's kNarrowRows rows at q_len 1) take
-// the narrow layout on tier 1; over an e4m3 cache with per-tensor scales, its streams.
-constexpr int kNarrowStreamHeads = 16;
+// Tiles of at most this many rows (the kernel's kNarrowRows) take the narrow layout where the
+// kernel has it; decode at up to this many heads over an e4m3 cache with per-tensor scales,
+// its streams.
+constexpr int kNarrowRows = 16;
 // Per-token scales: four fp32 a token (the kernel's static_assert), DeepSeek-V3.2's ckv width.
 constexpr int kTokenScalesCkv = 512;
 // mma.sync on bf16 and cp.async: Ampere and later.
@@ -72,17 +74,28 @@ class PortableFamily final : public KernelFamily {
     KernelSpec spec = base_spec(shape, target);
     spec.tile = options.force_tier != 0 ? tile_tier(options.force_tier)
                                         : select_tile_config(spec, target);
+    spec.wide_rows_only = has_narrow_layout(spec.tile) && every_tile_wide(shape, spec.tile);
     return spec;
   }
 
+  // spec_for's, and on a tile with the narrow layout the variant for the other head counts
+  // (the matrix's rows have 128 heads; a cache must serve 16 as well); with `every_tile`, the
+  // same for every other tile that fits.
   std::vector<KernelSpec> fleet_specs(const MlaShape& shape, const DeviceTarget& target,
                                       bool every_tile) const override {
-    std::vector<KernelSpec> specs{spec_for(shape, target, MlaOptions{})};
-    if (!every_tile) return specs;
+    const KernelSpec chosen = spec_for(shape, target, MlaOptions{});
+    std::vector<TileConfig> tiles{chosen.tile};
     for (const TileConfig& tile : tile_candidates()) {
-      KernelSpec spec = specs.front();
+      if (every_tile && tile != chosen.tile && tile_fits(chosen, tile, target)) tiles.push_back(tile);
+    }
+    std::vector<KernelSpec> specs;
+    for (const TileConfig& tile : tiles) {
+      KernelSpec spec = chosen;
       spec.tile = tile;
-      if (tile != specs.front().tile && tile_fits(spec, tile, target)) specs.push_back(spec);
+      for (bool wide : {true, false}) {
+        spec.wide_rows_only = wide;
+        if (!wide || has_narrow_layout(tile)) specs.push_back(spec);
+      }
     }
     return specs;
   }
@@ -99,7 +112,7 @@ class PortableFamily final : public KernelFamily {
   int64_t plan_item_overhead_tokens(const MlaShape& shape) const override {
     const bool streams = shape.kv_dtype == DType::kFloat8E4M3 &&
                          shape.kv_scales == KvScales::kPerTensor &&
-                         shape.num_heads <= kNarrowStreamHeads;
+                         shape.num_heads <= kNarrowRows;
     return (streams ? 2 : 1) * KernelFamily::plan_item_overhead_tokens(shape);
   }
 
@@ -108,15 +121,16 @@ class PortableFamily final : public KernelFamily {
     program.entry_file = "portable/mla_fa2.cuh";
     // Page ids are always fetched a tile ahead (PAGE_IDS_AHEAD): it is what small pages need,
     // costs large pages nothing measurable, and a second variant per page size would double
-    // the fleet matrix. The narrow layout stays the kernel's default (tier 1 only, chosen per
-    // tile at run time).
+    // the fleet matrix. The narrow layout (NARROW_TILES, chosen per tile at run time) where
+    // the tile has it and the spec does not rule it out.
     program.name_expression = fmt::format(
         "mlajit_kernel::mla_fa2_kernel<mlajit_kernel::MlaConfig<{}, {}, {}, {}, {}, {}, {}, {}, {}, "
-        "true>>",
+        "true, {}>>",
         kernel_type_name(spec.q_dtype), kv_kernel_type_name(spec),
         kernel_type_name(spec.o_dtype),
         spec.head_dim_ckv, spec.head_dim_kpe, spec.tile.num_stages,
-        spec.tile.kv_tile, spec.tile.qk_shard, spec.tile.q_tile);
+        spec.tile.kv_tile, spec.tile.qk_shard, spec.tile.q_tile,
+        has_narrow_layout(spec.tile) && !spec.wide_rows_only);
     program.geometry.threads_per_block = kThreadsPerBlock;
     program.geometry.dynamic_smem_bytes = shared_storage_bytes(spec, spec.tile);
     program.geometry.cooperative = true;  // phase 0 merges behind a grid barrier
@@ -138,6 +152,12 @@ class PortableFamily final : public KernelFamily {
     const std::string dims = shape_unsupported_reason(shape);
     if (!dims.empty()) throw Error(ErrorCode::kUnsupported, dims);
     shared_storage_bytes(spec, spec.tile);  // names a tile field the kernel cannot take
+    if (spec.wide_rows_only && !has_narrow_layout(spec.tile)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("rows=wide leaves out the narrow layout, which only tiles of 2 "
+                              "stages and kv_tile >= 64 have: drop the field (in \"{}\")",
+                              spec.text()));
+    }
   }
 
  private:
@@ -154,6 +174,15 @@ class PortableFamily final : public KernelFamily {
 
   KernelSpec base_spec(const MlaShape& shape, const DeviceTarget& target) const {
     return shape_spec(shape, target.arch);
+  }
+
+  // Whether no tile of `shape` can have 1..kNarrowRows rows. A request's q_len * num_heads
+  // packed rows are cut into tiles at multiples of q_tile (a cluster's second CTA starts one
+  // q_tile on), so a tile's row count is a multiple of gcd(num_heads, q_tile) (or <= 0: an idle
+  // cluster CTA); when that exceeds kNarrowRows (num_heads a multiple of 32 at q_tile 64),
+  // every tile is wide whatever the q_lens.
+  static bool every_tile_wide(const MlaShape& shape, const TileConfig& tile) {
+    return std::gcd(shape.num_heads, tile.q_tile) > kNarrowRows;
   }
 };
 
