@@ -2,6 +2,7 @@
 // and the specs it chooses.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
 
 #include "family/portable/portable_family.h"
@@ -183,10 +184,13 @@ TEST_CASE("the portable spec takes the device's tier, a forced tier, and the tar
   CHECK(portable().tier_of(portable().spec_for(shape, profile_target("sm_90"), options)) == 3);
   CHECK(portable().tier_of(portable().spec_for(shape, profile_target("sm_86"), {})) == 3);
   CHECK_FALSE(portable().spec_for(shape, profile_target("sm_90"), options).wide_rows_only);
-  // Every tier that fits, for precompiling forced tiers: all three on sm_90 (tier 1 with and
-  // without the narrow layout), two on sm_80.
-  CHECK(portable().fleet_specs(shape, profile_target("sm_90"), true).size() == 4);
-  CHECK(portable().fleet_specs(shape, profile_target("sm_90"), false).size() == 2);
+  // Every tier that fits, for precompiling forced tiers: all three on sm_90, two on sm_80;
+  // rows=wide on tier 1 only.
+  const auto every_tier = portable().fleet_specs(shape, profile_target("sm_90"), true);
+  REQUIRE(every_tier.size() == 3);
+  CHECK(every_tier[0].wide_rows_only);
+  CHECK_FALSE(every_tier[1].wide_rows_only);
+  CHECK_FALSE(every_tier[2].wide_rows_only);
   CHECK(portable().fleet_specs(shape, profile_target("sm_80"), true).size() == 2);
   CHECK(portable().fleet_specs(shape, profile_target("sm_80"), false).size() == 1);
 }
@@ -209,12 +213,21 @@ TEST_CASE("the portable spec leaves the narrow layout out exactly for head count
   }
 }
 
-TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs, and FP8 KV") {
+TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs, and FP8 KV, at their "
+          "models' head counts") {
   const auto shapes = portable().fleet_shapes();
-  CHECK(shapes.size() == 6);
+  CHECK(shapes.size() == 10);
   int fp8_rows = 0, token_scaled = 0;
+  std::multiset<int> heads;
   for (const MlaShape& shape : shapes) {
     CHECK(portable().shape_unsupported_reason(shape).empty());
+    heads.insert(shape.num_heads);
+    // 512/64: DeepSeek and Kimi on one GPU and over 8; 256/32: MiniCPM3.
+    if (shape.head_dim_ckv == 512) {
+      CHECK((shape.num_heads == 128 || shape.num_heads == 16));
+    } else {
+      CHECK(shape.num_heads == 40);
+    }
     if (shape.effective_kv_dtype() == DType::kFloat8E4M3) {
       ++fp8_rows;
       CHECK(shape.dtype == DType::kBFloat16);
@@ -224,8 +237,9 @@ TEST_CASE("the portable fleet rows are 2 dtypes x 2 head-dim pairs, and FP8 KV")
       CHECK_FALSE(shape.kv_dtype.has_value());
     }
   }
-  CHECK(fp8_rows == 2);  // per-tensor and per-token scales (DeepSeek-V3.2)
-  CHECK(token_scaled == 1);
+  CHECK(fp8_rows == 4);  // per-tensor and per-token scales (DeepSeek-V3.2), at 128 and 16 heads
+  CHECK(token_scaled == 2);
+  CHECK(heads == std::multiset<int>{16, 16, 16, 16, 40, 40, 128, 128, 128, 128});
 }
 
 TEST_CASE("an e4m3 cache keeps the bf16 cache's shared memory: its tiles are expanded in place") {

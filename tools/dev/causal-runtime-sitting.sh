@@ -7,7 +7,8 @@
 # Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; main's build installed into
 # carry/gpu/old/prefix (cmake --install ... --strip); kernels/ with the portable P V loop's
 # `#pragma unroll 2` made `#pragma unroll` in carry/gpu/full/kernels; kernels/ with MlaConfig's
-# NARROW_TILES default NarrowTiles::kNever in carry/gpu/wide/kernels; this file and
+# kNarrowTiles `NARROW_TILES || (KV_TILE >= 64 && NUM_STAGES >= 2)` in carry/gpu/narrow/kernels
+# (the layout back in every large-tier kernel, as before rows=wide); this file and
 # stall-profile-sitting.sh beside them.
 # Device call, carry ["carry/gpu"]: bash carry/gpu/causal-runtime-sitting.sh. Writes
 # $OUT/c.txt, $OUT/c.tgz (and the stall profile's $OUT/s.txt, $OUT/s.tgz).
@@ -20,8 +21,6 @@ new=prefix/bin/mlajit old=old/prefix/bin/mlajit
 [[ -n $NO_CHECKS ]] || for family in hopper portable; do
   step verify_$family 90 env MLAJIT_CACHE_DIR=$g/uc $new verify --kernel $family
 done
-[[ -n $NO_CHECKS || -n $NO_FULL ]] ||
-  step verify_wide 90 env MLAJIT_CACHE_DIR=$g/uc-wide MLAJIT_KERNEL_DIR=$g/wide/kernels $new verify --kernel portable
 [[ -n $NO_CHECKS ]] || for family in hopper portable; do
   step suite_$family 150 env MLAJIT_TEST_KERNEL=$family MLAJIT_CACHE_DIR=$g/uc ./mlajit_gpu_tests
 done
@@ -30,19 +29,19 @@ PORTABLE_SHAPES=(--shape 128,64,4096,64 --shape 128,64,4096,64,2,1 --shape 128,1
                  --shape 16,128,4096,64 --shape 16,64,4096,64,2,1 --shape 16,32,4096,1,4,1)
 # full: this tree's library with its portable P V loop fully unrolled (full/kernels), which
 # spills on some archs (not sm_90's 16-bit specs): what two k-steps an iteration cost
-# wide: this tree's kernels with NarrowTiles::kNever the default (wide/kernels): tier 1 without
-# the narrow layout's code, what a 128-head spec would compile to if the layout were a spec
-# value; 16-head tiles run the wide layout there (correct, slower).
+# narrow: this tree's library with the narrow layout forced back into every large-tier kernel
+# (narrow/kernels): against new, what rows=wide (128 heads) changes; against old, the causal
+# mask at run time alone.
 # (NO_FULL=" " leaves both out, for a short sitting).
 # SHORT=1 (a sitting's last minutes): one round, tier 1, no e4m3 and no full variant.
 [[ -n $SHORT ]] && { rounds=0; tiers=1; NO_FULL=" "; } || { rounds=${ROUNDS:-0 1}; tiers="1 2 3"; }
 for r in $rounds; do
-  for v in $( ((r % 2)) && echo "old ${NO_FULL:-full wide} new" || echo "new ${NO_FULL:-full wide} old"); do
+  for v in $( ((r % 2)) && echo "old ${NO_FULL:-full narrow} new" || echo "new ${NO_FULL:-full narrow} old"); do
     b=${!v:-$new}; uc=MLAJIT_CACHE_DIR=$g/uc-$v
-    [[ $v == full || $v == wide ]] && uc="$uc MLAJIT_KERNEL_DIR=$g/$v/kernels"
+    [[ $v == full || $v == narrow ]] && uc="$uc MLAJIT_KERNEL_DIR=$g/$v/kernels"
     # The CLI's RUNPATH yields to LD_LIBRARY_PATH (begin_sitting's is this tree's library).
     [[ $v == old ]] && uc="$uc LD_LIBRARY_PATH=$g/old/prefix/lib:/usr/local/cuda/lib64"
-    if [[ $v == wide ]]; then  # tier 1 only: the other tiers have no narrow code
+    if [[ $v == narrow ]]; then  # tier 1 only: the other tiers have no narrow code
       step bp1_${v}_r$r 90 env $uc $b bench --kernel portable --tier 1 "${PORTABLE_SHAPES[@]}" --csv $C/bp1_${v}_r$r.csv
       [[ -n $SHORT ]] || step bpe_${v}_r$r 60 env $uc $b bench --kernel portable --tier 1 --kv-dtype e4m3 \
         --shape 128,64,16384,64 --shape 128,64,4096,64,2,1 --shape 16,128,4096,64 --csv $C/bpe_${v}_r$r.csv
@@ -69,14 +68,15 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.csv")):
     for row in csv.DictReader(open(f)):
         shape = ",".join(row[k] for k in ("heads", "batch", "kv_len", "page", "q_len", "causal"))
         rows[(kind, shape)][v + "_" + r] = float(row["median_us"])
-names = ("new_r0", "new_r1", "full_r0", "full_r1", "wide_r0", "wide_r1", "old_r0", "old_r1")
-print("kind shape", *names, "new/old full/old wide/new")
+names = ("new_r0", "new_r1", "full_r0", "full_r1", "narrow_r0", "narrow_r1", "old_r0", "old_r1")
+print("kind shape", *names, "new/old full/old new/narrow narrow/old")
 def ratio(m, a, b):  # over the rounds both variants ran
     rs = [r for r in ("_r0", "_r1") if a + r in m and b + r in m]
     return "%.3f" % (sum(m[a + r] for r in rs) / sum(m[b + r] for r in rs)) if rs else "-"
 for (kind, shape), m in sorted(rows.items()):
     print(kind, shape, *("%.1f" % m[k] if k in m else "-" for k in names),
-          ratio(m, "new", "old"), ratio(m, "full", "old"), ratio(m, "wide", "new"))
+          ratio(m, "new", "old"), ratio(m, "full", "old"), ratio(m, "new", "narrow"),
+          ratio(m, "narrow", "old"))
 EOF
 echo "--- $(date +%T) c done" >> $log
 [[ -n $NO_STALL ]] || timeout 170 bash ./stall-profile-sitting.sh --no-ab  # NO_STALL=1: not

@@ -18,6 +18,9 @@ constexpr int kThreadsPerBlock = 256;
 // kernel has it; decode at up to this many heads over an e4m3 cache with per-tensor scales,
 // its streams.
 constexpr int kNarrowRows = 16;
+// Head counts of the fleet rows besides the default 128 (fleet_shapes).
+constexpr int kTensorParallel8Heads = 16;
+constexpr int kMiniCpm3Heads = 40;
 // Per-token scales: four fp32 a token (the kernel's static_assert), DeepSeek-V3.2's ckv width.
 constexpr int kTokenScalesCkv = 512;
 // mma.sync on bf16 and cp.async: Ampere and later.
@@ -72,32 +75,38 @@ class PortableFamily final : public KernelFamily {
   KernelSpec spec_for(const MlaShape& shape, const DeviceTarget& target,
                       const MlaOptions& options) const override {
     KernelSpec spec = base_spec(shape, target);
-    spec.tile = options.force_tier != 0 ? tile_tier(options.force_tier)
-                                        : select_tile_config(spec, target);
-    spec.wide_rows_only = has_narrow_layout(spec.tile) && every_tile_wide(shape, spec.tile);
-    return spec;
+    return with_tile(spec, shape, options.force_tier != 0 ? tile_tier(options.force_tier)
+                                                          : select_tile_config(spec, target));
   }
 
-  // spec_for's, and on a tile with the narrow layout the variant for the other head counts
-  // (the matrix's rows have 128 heads; a cache must serve 16 as well); with `every_tile`, the
-  // same for every other tile that fits.
   std::vector<KernelSpec> fleet_specs(const MlaShape& shape, const DeviceTarget& target,
                                       bool every_tile) const override {
-    const KernelSpec chosen = spec_for(shape, target, MlaOptions{});
-    std::vector<TileConfig> tiles{chosen.tile};
+    std::vector<KernelSpec> specs{spec_for(shape, target, MlaOptions{})};
+    if (!every_tile) return specs;
     for (const TileConfig& tile : tile_candidates()) {
-      if (every_tile && tile != chosen.tile && tile_fits(chosen, tile, target)) tiles.push_back(tile);
-    }
-    std::vector<KernelSpec> specs;
-    for (const TileConfig& tile : tiles) {
-      KernelSpec spec = chosen;
-      spec.tile = tile;
-      for (bool wide : {true, false}) {
-        spec.wide_rows_only = wide;
-        if (!wide || has_narrow_layout(tile)) specs.push_back(spec);
+      if (tile != specs.front().tile && tile_fits(specs.front(), tile, target)) {
+        specs.push_back(with_tile(specs.front(), shape, tile));
       }
     }
     return specs;
+  }
+
+  // The base rows have 128 heads: DeepSeek-V2/V3 and Kimi-K2 on one GPU (64 and 32 heads take
+  // the same specs). At their head dims a row at 16 heads as well (tensor-parallel over 8, and
+  // every head count that is not a multiple of 32: the large tier's kernel with the narrow
+  // layout); MiniCPM3's 256/32 has 40 heads.
+  std::vector<MlaShape> fleet_shapes() const override {
+    std::vector<MlaShape> shapes;
+    for (MlaShape shape : KernelFamily::fleet_shapes()) {
+      if (shape.head_dim_ckv == 512) {
+        shapes.push_back(shape);
+        shape.num_heads = kTensorParallel8Heads;
+      } else {
+        shape.num_heads = kMiniCpm3Heads;
+      }
+      shapes.push_back(shape);
+    }
+    return shapes;
   }
 
   int tier_of(const KernelSpec& spec) const override { return portable::tier_of(spec.tile); }
@@ -174,6 +183,14 @@ class PortableFamily final : public KernelFamily {
 
   KernelSpec base_spec(const MlaShape& shape, const DeviceTarget& target) const {
     return shape_spec(shape, target.arch);
+  }
+
+  // `spec` on `tile`, with the narrow layout left out where the tile has it and no tile of
+  // `shape` can take it.
+  static KernelSpec with_tile(KernelSpec spec, const MlaShape& shape, const TileConfig& tile) {
+    spec.tile = tile;
+    spec.wide_rows_only = has_narrow_layout(tile) && every_tile_wide(shape, tile);
+    return spec;
   }
 
   // Whether no tile of `shape` can have 1..kNarrowRows rows. A request's q_len * num_heads
