@@ -36,7 +36,8 @@ PORTABLE_SHAPES=(--shape 128,64,4096,64 --shape 128,64,4096,64,2,1 --shape 128,1
 # SHORT=1 (a sitting's last minutes): one round, tier 1, no e4m3 and no full variant.
 [[ -n $SHORT ]] && { rounds=0; tiers=1; NO_FULL=" "; } || { rounds=${ROUNDS:-0 1}; tiers="1 2 3"; }
 for r in $rounds; do
-  for v in $( ((r % 2)) && echo "old ${NO_FULL:-full narrow} new" || echo "new ${NO_FULL:-full narrow} old"); do
+  middle=${VARIANTS:-${NO_FULL:-full narrow}}  # VARIANTS="narrow": between new and old, only it
+  for v in $( ((r % 2)) && echo "old $middle new" || echo "new $middle old"); do
     b=${!v:-$new}; uc=MLAJIT_CACHE_DIR=$g/uc-$v
     [[ $v == full || $v == narrow ]] && uc="$uc MLAJIT_KERNEL_DIR=$g/$v/kernels"
     # The CLI's RUNPATH yields to LD_LIBRARY_PATH (begin_sitting's is this tree's library).
