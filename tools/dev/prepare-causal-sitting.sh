@@ -19,5 +19,5 @@ sed -i 's/static constexpr bool kNarrowTiles = NARROW_TILES;/static constexpr bo
 # Each variant differs from kernels/ by its one line, or the sitting would measure nothing.
 [[ $(diff kernels/$f carry/gpu/full/kernels/$f | grep -c '^>') == 1 ]]
 [[ $(diff kernels/$f carry/gpu/narrow/kernels/$f | grep -c '^>') == 1 ]]
-cp tools/dev/causal-runtime-sitting.sh tools/dev/stall-profile-sitting.sh carry/gpu/
+cp tools/dev/causal-runtime-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py carry/gpu/
 du -sh carry/gpu

@@ -6,7 +6,8 @@
 # STALL_PAGE1=1 as a sitting's time allows, page 1 B64 L4096 (the gather, 0.84x FA3). Before
 # them, one bench round of shapes that separate what q_len 2 and page 1 cost: the same tile
 # count at q_len 1, q_len 2 without the mask, and page sizes between 1 and 64.
-# Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; cp this file to carry/gpu/s.sh.
+# Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; cp this file and stall_summary.py to
+# carry/gpu.
 # Device call, carry ["carry/gpu"]: bash carry/gpu/s.sh. Writes $OUT/s.txt and $OUT/s.tgz.
 cd "$(dirname "$0")"; source ./sitting-lib.sh; begin_sitting s
 B=prefix/bin/mlajit
@@ -36,5 +37,6 @@ for s in 128,64,16384,64 128,64,4096,64,2,1 ${STALL_PAGE1:+128,64,4096,1}; do
   ncu --import $L/ncu_$n.ncu-rep --page source --print-source sass --csv > $L/sass_$n.csv 2>&1
   grep -E "Duration|Throughput|Issue Slots|Eligible|Warp Cycles|Stall" $L/ncu_${n}_details.txt \
     | head -30 >> $log
+  python3 ./stall_summary.py $L/sass_$n.csv --top 12 --context 2 >> $log 2>&1
 done
 echo "--- $(date +%T) done" >> $log
