@@ -8,7 +8,7 @@
 # count at q_len 1, q_len 2 without the mask, and page sizes between 1 and 64.
 # Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; cp this file and stall_summary.py to
 # carry/gpu.
-# Device call, carry ["carry/gpu"]: bash carry/gpu/s.sh. Writes $OUT/s.txt and $OUT/s.tgz.
+# Device call, carry ["carry/gpu"]: bash carry/gpu/stall-profile-sitting.sh. Writes $OUT/s.txt and $OUT/s.tgz.
 cd "$(dirname "$0")"; source ./sitting-lib.sh; begin_sitting s
 B=prefix/bin/mlajit
 # --no-ab: without the A/B shapes' round (causal-runtime-sitting.sh times them).
