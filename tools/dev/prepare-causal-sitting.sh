@@ -2,7 +2,7 @@
 # Prepares carry/gpu for causal-runtime-sitting.sh: this tree's sitting (prepare-gpu-sitting.sh),
 # main's f10fd63 (before the run-time mask) installed into old/prefix from a worktree build,
 # and the two kernel variants: full/ (the portable P V loop fully unrolled) and narrow/ (the
-# narrow layout in every large-tier kernel, as before rows=wide).
+# narrow layout in every large-tier kernel, as before rows=wide), narrowall/ (in every kernel).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OLD_REV=${OLD_REV:-f10fd63} wt=${OLD_WORKTREE:-/tmp/oldwt}
@@ -11,13 +11,16 @@ scripts/prepare-gpu-sitting.sh carry/gpu
 cmake -S "$wt" -B "$wt/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAJIT_BUILD_TESTS=OFF >/dev/null
 cmake --build "$wt/build" >/dev/null
 cmake --install "$wt/build" --prefix carry/gpu/old/prefix --strip >/dev/null
-for v in full narrow; do mkdir -p carry/gpu/$v && cp -r kernels carry/gpu/$v/kernels; done
+for v in full narrow narrowall; do mkdir -p carry/gpu/$v && cp -r kernels carry/gpu/$v/kernels; done
 f=portable/mla_fa2.cuh
 sed -i 's/^#pragma unroll 2$/#pragma unroll/' carry/gpu/full/kernels/$f
 sed -i 's/static constexpr bool kNarrowTiles = NARROW_TILES;/static constexpr bool kNarrowTiles = NARROW_TILES || (KV_TILE >= 64 \&\& NUM_STAGES >= 2);/' \
   carry/gpu/narrow/kernels/$f
+sed -i 's/static constexpr bool kNarrowTiles = NARROW_TILES;/static constexpr bool kNarrowTiles = true;/' \
+  carry/gpu/narrowall/kernels/$f
 # Each variant differs from kernels/ by its one line, or the sitting would measure nothing.
 [[ $(diff kernels/$f carry/gpu/full/kernels/$f | grep -c '^>') == 1 ]]
 [[ $(diff kernels/$f carry/gpu/narrow/kernels/$f | grep -c '^>') == 1 ]]
+[[ $(diff kernels/$f carry/gpu/narrowall/kernels/$f | grep -c '^>') == 1 ]]
 cp tools/dev/causal-runtime-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py carry/gpu/
 du -sh carry/gpu
