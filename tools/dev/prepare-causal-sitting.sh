@@ -22,5 +22,5 @@ sed -i 's/static constexpr bool kNarrowTiles = NARROW_TILES;/static constexpr bo
 [[ $(diff kernels/$f carry/gpu/full/kernels/$f | grep -c '^>') == 1 ]]
 [[ $(diff kernels/$f carry/gpu/narrow/kernels/$f | grep -c '^>') == 1 ]]
 [[ $(diff kernels/$f carry/gpu/narrowall/kernels/$f | grep -c '^>') == 1 ]]
-cp tools/dev/causal-runtime-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py carry/gpu/
+cp tools/dev/causal-runtime-sitting.sh tools/dev/causal-quick-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py carry/gpu/
 du -sh carry/gpu
