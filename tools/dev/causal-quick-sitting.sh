@@ -22,18 +22,5 @@ step bp1_old 45 env $old_env old/prefix/bin/mlajit bench --kernel portable --tie
 step bp1_narrow 45 env MLAJIT_CACHE_DIR=$g/uc-narrow MLAJIT_KERNEL_DIR=$g/narrow/kernels $new bench \
   --kernel portable --tier 1 "${P1[@]}" --csv $C/bp1_narrow.csv
 step bp1_new 45 env MLAJIT_CACHE_DIR=$g/uc $new bench --kernel portable --tier 1 "${P1[@]}" --csv $C/bp1_new.csv
-python3 - "$C" >> $log <<'PY'
-import csv, glob, os, sys, collections
-rows = collections.defaultdict(dict)
-for f in sorted(glob.glob(sys.argv[1] + "/*.csv")):
-    kind, v = os.path.basename(f)[:-4].split("_")
-    for row in csv.DictReader(open(f)):
-        shape = ",".join(row[k] for k in ("heads", "batch", "kv_len", "page", "q_len", "causal"))
-        rows[(kind, shape)][v] = float(row["median_us"])
-print("kind shape new narrow old new/old new/narrow")
-for (kind, shape), m in sorted(rows.items()):
-    r = lambda a, b: "%.3f" % (m[a] / m[b]) if a in m and b in m else "-"
-    print(kind, shape, *("%.1f" % m[v] if v in m else "-" for v in ("new", "narrow", "old")),
-          r("new", "old"), r("new", "narrow"))
-PY
+for kind in bh bp1; do python3 ./bench_table.py $C ${kind}_ new/old new/narrow >> $log; done
 echo "--- $(date +%T) q done" >> $log

@@ -4,12 +4,8 @@
 # (old/prefix) in rotated order: the hopper A/B shapes (bf16, and e4m3 at 128 heads) and the
 # portable family on each forced tier, causal and not, 128 and 16 heads. Last, issue 10's
 # stall profile (stall-profile-sitting.sh, without its A/B round) on this tree's hopper kernel.
-# Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; main's build installed into
-# carry/gpu/old/prefix (cmake --install ... --strip); kernels/ with the portable P V loop's
-# `#pragma unroll 2` made `#pragma unroll` in carry/gpu/full/kernels; kernels/ with MlaConfig's
-# kNarrowTiles `NARROW_TILES || (KV_TILE >= 64 && NUM_STAGES >= 2)` in carry/gpu/narrow/kernels
-# (the layout back in every large-tier kernel, as before rows=wide); this file and
-# stall-profile-sitting.sh beside them.
+# Prepare: tools/dev/prepare-causal-sitting.sh (this tree's sitting, f10fd63's build in
+# carry/gpu/old/prefix, and the kernel variants full/, narrow/ and narrowall/ below).
 # Device call, carry ["carry/gpu"]: bash carry/gpu/causal-runtime-sitting.sh. Writes
 # $OUT/c.txt, $OUT/c.tgz (and the stall profile's $OUT/s.txt, $OUT/s.tgz).
 cd "$(dirname "$0")"
@@ -28,15 +24,20 @@ grep -hE "FAILED|with expansion|REQUIRE" -A3 $L/suite_*.txt 2>/dev/null | head -
 PORTABLE_SHAPES=(--shape 128,64,4096,64 --shape 128,64,4096,64,2,1 --shape 128,1,1024,64
                  --shape 16,128,4096,64 --shape 16,64,4096,64,2,1 --shape 16,32,4096,1,4,1)
 # full: this tree's library with its portable P V loop fully unrolled (full/kernels), which
-# spills on some archs (not sm_90's 16-bit specs): what two k-steps an iteration cost
+# spills on some archs (not sm_90's 16-bit specs): what two k-steps an iteration cost.
 # narrow: this tree's library with the narrow layout forced back into every large-tier kernel
 # (narrow/kernels): against new, what rows=wide (128 heads) changes; against old, the causal
 # mask at run time alone.
 # narrowall: the narrow layout in every kernel, every tier (narrowall/kernels): verify, and
 # tiers 2-3 timed, for the next step (the layout on the small tiers where the head count can
 # use it: the harness measured 1.8x at 16 heads there in November, and 7% off 128 heads).
-# (NO_FULL=" " leaves both out, for a short sitting).
+# NO_FULL=" " leaves the three out, for a short sitting; VARIANTS names those to run.
 # SHORT=1 (a sitting's last minutes): one round, tier 1, no e4m3 and no full variant.
+# Portable tier 1 over an e4m3 cache, as variant $v of round $r runs it ($uc, $b).
+bench_portable_e4m3() {
+  step bpe_${v}_r$r 60 env $uc $b bench --kernel portable --tier 1 --kv-dtype e4m3 \
+    --shape 128,64,16384,64 --shape 128,64,4096,64,2,1 --shape 16,128,4096,64 --csv $C/bpe_${v}_r$r.csv
+}
 [[ -n $SHORT ]] && { rounds=0; tiers=1; NO_FULL=" "; } || { rounds=${ROUNDS:-0 1}; tiers="1 2 3"; }
 for r in $rounds; do
   middle=${VARIANTS:-${NO_FULL:-full narrow}}  # VARIANTS="narrow": between new and old, only it
@@ -54,8 +55,7 @@ for r in $rounds; do
     fi
     if [[ $v == narrow ]]; then  # tier 1 only: the other tiers have no narrow code
       step bp1_${v}_r$r 90 env $uc $b bench --kernel portable --tier 1 "${PORTABLE_SHAPES[@]}" --csv $C/bp1_${v}_r$r.csv
-      [[ -n $SHORT ]] || step bpe_${v}_r$r 60 env $uc $b bench --kernel portable --tier 1 --kv-dtype e4m3 \
-        --shape 128,64,16384,64 --shape 128,64,4096,64,2,1 --shape 16,128,4096,64 --csv $C/bpe_${v}_r$r.csv
+      [[ -n $SHORT ]] || bench_portable_e4m3
       continue
     fi
     if [[ $v != full ]]; then
@@ -63,32 +63,15 @@ for r in $rounds; do
       [[ -n $SHORT ]] || step be_${v}_r$r 60 env $uc $b bench --kernel hopper --kv-dtype e4m3 --shape 128,64,16384,64 \
         --shape 128,64,4096,64,2,1 --csv $C/be_${v}_r$r.csv
     fi
-    [[ -n $SHORT || $v == full ]] || step bpe_${v}_r$r 60 env $uc $b bench --kernel portable --tier 1 --kv-dtype e4m3 \
-      --shape 128,64,16384,64 --shape 128,64,4096,64,2,1 --shape 16,128,4096,64 --csv $C/bpe_${v}_r$r.csv
+    [[ -n $SHORT || $v == full ]] || bench_portable_e4m3
     for t in $tiers; do
       step bp${t}_${v}_r$r 90 env $uc $b bench --kernel portable --tier $t "${PORTABLE_SHAPES[@]}" \
         --csv $C/bp${t}_${v}_r$r.csv
     done
   done
 done
-python3 - "$C" >> $log <<'EOF'
-import csv, glob, os, sys, collections
-rows = collections.defaultdict(dict)
-for f in sorted(glob.glob(sys.argv[1] + "/*.csv")):
-    kind, v, r = os.path.basename(f)[:-4].split("_")
-    for row in csv.DictReader(open(f)):
-        shape = ",".join(row[k] for k in ("heads", "batch", "kv_len", "page", "q_len", "causal"))
-        rows[(kind, shape)][v + "_" + r] = float(row["median_us"])
-names = ("new_r0", "new_r1", "full_r0", "full_r1", "narrow_r0", "narrow_r1", "narrowall_r0",
-         "narrowall_r1", "old_r0", "old_r1")
-print("kind shape", *names, "new/old full/old new/narrow narrow/old narrowall/new")
-def ratio(m, a, b):  # over the rounds both variants ran
-    rs = [r for r in ("_r0", "_r1") if a + r in m and b + r in m]
-    return "%.3f" % (sum(m[a + r] for r in rs) / sum(m[b + r] for r in rs)) if rs else "-"
-for (kind, shape), m in sorted(rows.items()):
-    print(kind, shape, *("%.1f" % m[k] if k in m else "-" for k in names),
-          ratio(m, "new", "old"), ratio(m, "full", "old"), ratio(m, "new", "narrow"),
-          ratio(m, "narrow", "old"), ratio(m, "narrowall", "new"))
-EOF
+for kind in bh be bpe bp1 bp2 bp3; do
+  python3 ./bench_table.py $C ${kind}_ new/old full/old new/narrow narrow/old narrowall/new >> $log
+done
 echo "--- $(date +%T) c done" >> $log
 [[ -n $NO_STALL ]] || timeout 170 bash ./stall-profile-sitting.sh --no-ab  # NO_STALL=1: not

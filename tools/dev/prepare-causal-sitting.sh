@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares carry/gpu for causal-runtime-sitting.sh: this tree's sitting (prepare-gpu-sitting.sh),
 # main's f10fd63 (before the run-time mask) installed into old/prefix from a worktree build,
-# and the two kernel variants: full/ (the portable P V loop fully unrolled) and narrow/ (the
-# narrow layout in every large-tier kernel, as before rows=wide), narrowall/ (in every kernel).
+# and three kernel variants: full/ (the portable P V loop fully unrolled), narrow/ (the narrow
+# layout in every large-tier kernel, as before rows=wide) and narrowall/ (in every kernel).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OLD_REV=${OLD_REV:-f10fd63} wt=${OLD_WORKTREE:-/tmp/oldwt}
@@ -22,5 +22,6 @@ sed -i 's/static constexpr bool kNarrowTiles = NARROW_TILES;/static constexpr bo
 [[ $(diff kernels/$f carry/gpu/full/kernels/$f | grep -c '^>') == 1 ]]
 [[ $(diff kernels/$f carry/gpu/narrow/kernels/$f | grep -c '^>') == 1 ]]
 [[ $(diff kernels/$f carry/gpu/narrowall/kernels/$f | grep -c '^>') == 1 ]]
-cp tools/dev/causal-runtime-sitting.sh tools/dev/causal-quick-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py carry/gpu/
+cp tools/dev/causal-runtime-sitting.sh tools/dev/causal-quick-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py \
+  tools/dev/bench_table.py carry/gpu/
 du -sh carry/gpu
