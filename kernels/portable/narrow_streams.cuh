@@ -1,5 +1,5 @@
 // NarrowStreams: the row layout of tiles of at most 16 query rows (decode with <= 16 heads)
-// over an e4m3 KV cache. Included by portable/mla_fa2.cuh after the stages it builds on.
+// over an e4m3 KV cache, on the stages and pipeline of the other layouts.
 //
 // Such a tile is light on matrix work per byte, and with one pipeline over the CTA its 8
 // warps wait on each other at every stage (and re-read all of Q per KV tile). Here the two
@@ -12,6 +12,7 @@
 // once per item, the products are f16 (P too), and the scales multiply the fp32 scores and O.
 #pragma once
 #include "common/fp8_fragments.cuh"
+#include "portable/pipeline.cuh"
 
 namespace mlajit_kernel {
 

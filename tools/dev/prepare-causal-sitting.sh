@@ -11,17 +11,17 @@ scripts/prepare-gpu-sitting.sh carry/gpu
 cmake -S "$wt" -B "$wt/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAJIT_BUILD_TESTS=OFF >/dev/null
 cmake --build "$wt/build" >/dev/null
 cmake --install "$wt/build" --prefix carry/gpu/old/prefix --strip >/dev/null
-for v in full narrow narrowall; do mkdir -p carry/gpu/$v && cp -r kernels carry/gpu/$v/kernels; done
-f=portable/mla_fa2.cuh
-sed -i 's/^#pragma unroll 2$/#pragma unroll/' carry/gpu/full/kernels/$f
+for v in full narrow narrowall; do rm -rf carry/gpu/$v && mkdir -p carry/gpu/$v && cp -r kernels carry/gpu/$v/kernels; done
+loop=portable/wide_rows.cuh config=portable/portable_config.cuh
+sed -i 's/^#pragma unroll 2$/#pragma unroll/' carry/gpu/full/kernels/$loop
 sed -i 's/static constexpr bool kNarrowTiles = NARROW_TILES;/static constexpr bool kNarrowTiles = NARROW_TILES || (KV_TILE >= 64 \&\& NUM_STAGES >= 2);/' \
-  carry/gpu/narrow/kernels/$f
+  carry/gpu/narrow/kernels/$config
 sed -i 's/static constexpr bool kNarrowTiles = NARROW_TILES;/static constexpr bool kNarrowTiles = true;/' \
-  carry/gpu/narrowall/kernels/$f
+  carry/gpu/narrowall/kernels/$config
 # Each variant differs from kernels/ by its one line, or the sitting would measure nothing.
-[[ $(diff kernels/$f carry/gpu/full/kernels/$f | grep -c '^>') == 1 ]]
-[[ $(diff kernels/$f carry/gpu/narrow/kernels/$f | grep -c '^>') == 1 ]]
-[[ $(diff kernels/$f carry/gpu/narrowall/kernels/$f | grep -c '^>') == 1 ]]
+[[ $(diff -r kernels carry/gpu/full/kernels | grep -c '^>') == 1 ]]
+[[ $(diff -r kernels carry/gpu/narrow/kernels | grep -c '^>') == 1 ]]
+[[ $(diff -r kernels carry/gpu/narrowall/kernels | grep -c '^>') == 1 ]]
 cp tools/dev/causal-runtime-sitting.sh tools/dev/causal-quick-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py \
   tools/dev/bench_table.py carry/gpu/
 du -sh carry/gpu

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a copy of kernels/ with clock64 stamps in the portable kernel (mla_fa2.cuh), for
+"""Writes a copy of kernels/ with clock64 stamps in the portable kernel (kernels/portable/), for
 tools/dev/mla_kernel_harness.cu built with -DHARNESS_TRACE and run as `--one H B L page`.
 
   tools/dev/trace/portable_trace.py OUT_DIR      (then nvcc ... -I OUT_DIR/kernels -DHARNESS_TRACE)
@@ -173,15 +173,18 @@ def main() -> int:
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(repo / "kernels", out)
-    path = out / "portable" / "mla_fa2.cuh"
-    text = path.read_text()
+    # The kernel's stages are in several files of portable/: each anchor must match once in all
+    # of them together (the helpers' anchor is in portable_config.cuh, which every other includes).
+    texts = {path: path.read_text() for path in sorted((out / "portable").glob("*.cuh"))}
     for old, new in EDITS + ITEM_EDITS:
-        count = text.count(old)
+        holders = [path for path, text in texts.items() if old in text]
+        count = sum(texts[path].count(old) for path in holders)
         if count != 1:
             print(f"anchor found {count} times (want 1), fix it in {__file__}:\n{old}", file=sys.stderr)
             return 1
-        text = text.replace(old, new)
-    path.write_text(text)
+        texts[holders[0]] = texts[holders[0]].replace(old, new)
+    for path, text in texts.items():
+        path.write_text(text)
     print(f"traced kernels in {out}")
     return 0
 
