@@ -741,7 +741,7 @@ int main(int argc, char** argv) {
       time_decode<Cfg<bf16_t, false>>("one", H, B, L, page, H > 64 ? 2 : 1, H > 64 ? sms / 2 : sms, true);
     }
 #ifdef HARNESS_TRACE
-    // Needs the kernel's stamps: git apply tools/dev/trace/hopper-trace.patch. Stamps of CTA
+    // Needs the kernel's stamps: -I the copy tools/dev/trace/hopper_trace.py writes. Stamps of CTA
     // (0,0), thread 0 of each warpgroup, in cycles from its entry: per kernel phase, per work
     // item and per tile of the CTA's sequence; every CTA's %globaltimer spread. A stamp right
     // after a CTA barrier reads the clock before the barrier releases the warp
