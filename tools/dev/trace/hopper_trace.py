@@ -20,12 +20,12 @@ Per item (g_item[role][item][k]): scores 0 start, 2 Q issued, 3 Q landed, 4 KV l
 6 output written; producer 1 and 4 around its loop (item 0 only). Per kernel
 (g_kernel[role][k]): 0 entry, 1 barriers initialised, 2 past the role barrier, 3 roles done,
 4 merge done; and every CTA's %globaltimer at entry, roles done and end (g_cta).
-Each anchor must match once in the hopper files together: when the kernel changes, fix the
-anchor here, not the output.
+Each anchor must match once in the hopper files together (the role barrier's four times, in
+mla_hopper.cuh): when the kernel changes, fix the anchor here, not the output.
 """
-import pathlib
-import shutil
 import sys
+
+from anchored_copy import write_edited_copy
 
 HELPERS = r'''
 // Development trace (tools/dev/trace/hopper_trace.py).
@@ -265,38 +265,17 @@ EDITS = [
   stamp_cta(2);
 }
 """),
+    # past the role barrier, in each of the four role branches
+    ("    block_barrier_across_roles();\n    if (attend) for_each_item<Config, HopperRoleKind::",
+     "    block_barrier_across_roles();\n    stamp_kernel(2);\n    if (attend) for_each_item<Config, HopperRoleKind::", 4),
 ]
-# Past the role barrier, in each of the four role branches.
-ROLE_BARRIER = ("    block_barrier_across_roles();\n    if (attend) for_each_item<Config, HopperRoleKind::",
-                "    block_barrier_across_roles();\n    stamp_kernel(2);\n    if (attend) for_each_item<Config, HopperRoleKind::")
 
 
 def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    repo = pathlib.Path(__file__).resolve().parents[3]
-    out = pathlib.Path(sys.argv[1]) / "kernels"
-    if out.exists():
-        shutil.rmtree(out)
-    shutil.copytree(repo / "kernels", out)
-    texts = {path: path.read_text() for path in sorted((out / "hopper").glob("*.cuh"))}
-    for old, new in EDITS:
-        holders = [path for path, text in texts.items() if old in text]
-        count = sum(texts[path].count(old) for path in holders)
-        if count != 1:
-            print(f"anchor found {count} times (want 1), fix it in {__file__}:\n{old}", file=sys.stderr)
-            return 1
-        texts[holders[0]] = texts[holders[0]].replace(old, new)
-    entry = out / "hopper" / "mla_hopper.cuh"
-    if texts[entry].count(ROLE_BARRIER[0]) != 4:
-        print(f"the four role branches' barrier moved, fix it in {__file__}", file=sys.stderr)
-        return 1
-    texts[entry] = texts[entry].replace(*ROLE_BARRIER)
-    for path, text in texts.items():
-        path.write_text(text)
-    print(f"traced kernels in {out}")
-    return 0
+    return write_edited_copy(__file__, sys.argv[1], "hopper", EDITS)
 
 
 if __name__ == "__main__":

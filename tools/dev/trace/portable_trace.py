@@ -13,9 +13,9 @@ once a shared-memory read after the barrier has returned: BAR.SYNC.DEFER_BLOCKIN
 clock read issue before the barrier releases the warp (tools/dev/barrier_probe.cu).
 Each anchor must match once: when the kernel changes, fix the anchor here, not the output.
 """
-import pathlib
-import shutil
 import sys
+
+from anchored_copy import write_edited_copy
 
 HELPERS = r'''
 // ---- development trace (tools/dev/trace/portable_trace.py) ----
@@ -168,25 +168,8 @@ def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    repo = pathlib.Path(__file__).resolve().parents[3]
-    out = pathlib.Path(sys.argv[1]) / "kernels"
-    if out.exists():
-        shutil.rmtree(out)
-    shutil.copytree(repo / "kernels", out)
-    # The kernel's stages are in several files of portable/: each anchor must match once in all
-    # of them together (the helpers' anchor is in portable_config.cuh, which every other includes).
-    texts = {path: path.read_text() for path in sorted((out / "portable").glob("*.cuh"))}
-    for old, new in EDITS + ITEM_EDITS:
-        holders = [path for path, text in texts.items() if old in text]
-        count = sum(texts[path].count(old) for path in holders)
-        if count != 1:
-            print(f"anchor found {count} times (want 1), fix it in {__file__}:\n{old}", file=sys.stderr)
-            return 1
-        texts[holders[0]] = texts[holders[0]].replace(old, new)
-    for path, text in texts.items():
-        path.write_text(text)
-    print(f"traced kernels in {out}")
-    return 0
+    # The helpers' anchor is in portable_config.cuh, which every other file of the kernel includes.
+    return write_edited_copy(__file__, sys.argv[1], "portable", EDITS + ITEM_EDITS)
 
 
 if __name__ == "__main__":
