@@ -316,8 +316,8 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   // portable: every profiled arch x (2 dtypes x 2 head dims + bf16 queries over an e4m3 cache
   // at 512/64, with per-tensor and per-token scales); hopper: sm_90a x (2 dtypes + bf16 over
   // e4m3 with per-tensor and per-token scales) (512/64 only). No causal rows: the mask is a
-  // run-time value. Portable's 512/64 rows come at 128 and 16 heads: on the large tier two
-  // specs, without the narrow layout (rows=wide: 128, 64, 32 heads) and with it. And
+  // run-time value. Portable's 512/64 rows come at 128 and 16 heads: two specs on every arch,
+  // without the narrow layout (rows=wide: 128, 64, 32 heads) and with it. And
   // merge_states (merge_states.h), once per profiled arch.
   const size_t archs = mlajit::jit::device_profiles().size();
   const size_t portable_rows = archs * (2 * 2 + 2);
@@ -338,7 +338,7 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
       CHECK(spec.family == "portable");
       CHECK(spec.tile == portable::select_tile_config(spec, profile_target(spec.arch)));
       wide_rows += spec.wide_rows_only;
-      narrow_capable_rows += !spec.wide_rows_only && portable::has_narrow_layout(spec.tile);
+      narrow_capable_rows += !spec.wide_rows_only;
       if (spec.wide_rows_only) {  // its twin with the narrow layout is in the matrix too
         KernelSpec twin = spec;
         twin.wide_rows_only = false;
@@ -356,9 +356,9 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   }
   CHECK(hopper_rows == 4);
   CHECK(merge_rows == archs);
-  // sm_90/100/103/110: tier 1 for bf16, f16 and the two e4m3 rows at 512/64. (256/32 is
-  // MiniCPM3's 40 heads: the narrow layout stays.)
-  CHECK(wide_rows == 4 * 4);
+  // Every arch: bf16, f16 and the two e4m3 rows at 512/64. (256/32 is MiniCPM3's 40 heads: the
+  // narrow layout stays.)
+  CHECK(wide_rows == archs * 4);
   CHECK(narrow_capable_rows > wide_rows);
   CHECK(specs.size() == portable_rows + wide_rows + 4 + archs);
   CHECK(texts.size() == specs.size());  // no duplicates
@@ -431,12 +431,12 @@ TEST_CASE("a shared-memory override and all-tiers change which tiles the matrix 
   CHECK(tier_of(fleet_matrix(options)[0].tile) == 1);
   options.all_tiers = true;
   const auto tiers = fleet_matrix(options);
-  REQUIRE(tiers.size() == 4);  // sm_90 fits all three; only tier 1 has the narrow layout
+  REQUIRE(tiers.size() == 6);  // sm_90 fits all three, each with and without the narrow layout
   CHECK(tier_of(tiers[0].tile) == 1);
   CHECK(tiers[0].wide_rows_only);  // the 128-head row's first
   std::multiset<int> tier_counts;
   for (const auto& spec : tiers) tier_counts.insert(tier_of(spec.tile));
-  CHECK(tier_counts == std::multiset<int>{1, 1, 2, 3});
+  CHECK(tier_counts == std::multiset<int>{1, 1, 2, 2, 3, 3});
   options.all_tiers = false;
   const DeviceTarget small = profile_target("sm_89");
   options.smem = SmemOverride{small.smem_per_sm, small.smem_per_block_optin};
@@ -890,13 +890,13 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   INFO(first.out << first.err);
   REQUIRE(first.exit_code == 0);
   const JsonValue report = parse_json(first.out);
-  // sm_80 tier 2; sm_90 tier 1 with and without the narrow layout (rows=wide).
-  CHECK(report["specs"].number == 3);
-  CHECK(report["compiled"].number == 3);
+  // sm_80 tier 2 and sm_90 tier 1, each with and without the narrow layout (rows=wide).
+  CHECK(report["specs"].number == 4);
+  CHECK(report["compiled"].number == 4);
   CHECK(report["cached"].number == 0);
   CHECK(report["failed"].number == 0);
   const auto files = entry_files(out.path());
-  CHECK(files.size() == 3);
+  CHECK(files.size() == 4);
   CHECK(report["bytes"].number > 0);
   CHECK(entry_files(cache.path()).empty());  // --out leaves the user cache alone
 
@@ -905,8 +905,8 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
   REQUIRE(second.exit_code == 0);
   const JsonValue again = parse_json(second.out);
   CHECK(again["compiled"].number == 0);
-  CHECK(again["cached"].number == 3);
-  CHECK(entry_files(out.path()).size() == 3);
+  CHECK(again["cached"].number == 4);
+  CHECK(entry_files(out.path()).size() == 4);
 
   // The listing of the shipped directory names exactly the specs of the matrix.
   const CliRun list = run_cli("list --json --cache-dir " + shell_quote(out.path()), cache.path());
@@ -926,7 +926,7 @@ TEST_CASE("precompile builds the requested matrix into --out and a second run co
                                   shell_quote(out.path()),
                               cache.path());
   CHECK(text.exit_code == 0);
-  CHECK(text.err.find("[1/1] ") == 0);
+  CHECK(text.err.find("[1/2] ") == 0);
   CHECK(text.err.find("| cached   portable;") != std::string::npos);
   CHECK(text.out.find("compiled") != std::string::npos);
 }
@@ -993,10 +993,9 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   REQUIRE_CLI_BUILT();
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
-  // portable: 10 archs x 6 rows, and 16 twins without the narrow layout (rows=wide: tier 1
-  // on sm_90/100/103/110 for the four 512/64 rows); hopper: sm_90a x 4 rows; merge_states:
-  // one per arch.
-  CHECK(specs == 90);
+  // portable: 10 archs x 6 rows, and 40 twins without the narrow layout (rows=wide: every
+  // arch's four 512/64 rows); hopper: sm_90a x 4 rows; merge_states: one per arch.
+  CHECK(specs == 114);
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);

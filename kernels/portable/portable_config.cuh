@@ -42,8 +42,8 @@ struct Conditional<false, IfTrue, IfFalse> {
 //    every page size.
 //  - NARROW_TILES: tiles of at most kNarrowRows valid rows take the NarrowRows layout (else the
 //    64-row layout computes them too, correct and slower). Either way is correct for every
-//    tile; the host leaves it out where no tile can be that small, and on tiers where it
-//    slowed the 64-row tiles more than it helped the narrow ones.
+//    tile; the host leaves it out where no tile can be that small (head counts that are
+//    multiples of 32), since it costs the 64-row tiles registers (7-8% on tiers 2-3).
 template <typename QType_, typename KVType_, typename OType_, int HEAD_DIM_CKV, int HEAD_DIM_KPE,
           int NUM_STAGES, int KV_TILE, bool QK_SHARD, int Q_TILE,
           bool PAGE_IDS_AHEAD, bool NARROW_TILES>
@@ -78,6 +78,18 @@ struct MlaConfig {
   // Not over per-token scales: the streams scale scores and O by one factor per operand.
   static constexpr bool kNarrowStreams =
       kNarrowTiles && kFp8Kv && !kTokenScales && NUM_STAGES == 2 && KV_TILE % 32 == 0;
+  // k-steps of the 64-row P V loop unrolled at a time: all of them on sm_90 (but over
+  // per-token scales), two elsewhere. On the H100 (2026-12-07) the whole loop ran tier 1 at
+  // 128 heads 2-3% faster than two steps, over bf16 and over e4m3; on sm_90 it is spill-free
+  // but for 4 bytes in the e4m3 kernel with the narrow layout, where per-token scales would
+  // spill 56 (two steps: 0-4). On sm_100-110 it spills 4-40 bytes over any cache, two steps
+  // only over per-token scales and on sm_110's tier 2 (4-32 bytes); no Blackwell GPU has timed
+  // either form. (An enumerator: a static member named by the pragma is emitted into the cubin.)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+  enum : int { kPvUnroll = kTokenScales ? 2 : KV_TILE / 16 };
+#else
+  enum : int { kPvUnroll = 2 };
+#endif
 
   static constexpr int kThreads = 256;
   static constexpr int kWarpsPerGroup = 4;

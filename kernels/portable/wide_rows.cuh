@@ -103,11 +103,7 @@ struct WideRows {
       __syncthreads();  // all of P is in shared memory
       const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
                                                   role.pv_quarter() * (C::kCkvChunks / C::kPvDimSplit) + role.lane / 16);
-      // Two k-steps per iteration (what the causal kernel took when the mask was a template
-      // parameter): fully unrolled, the tier-1 specs spill 4-40 bytes at 255 registers on
-      // sm_90 (e4m3), sm_100, sm_103 and sm_110; unrolled by two, only sm_100-110's per-token
-      // e4m3 specs and sm_110's tier 2 spill (4-32 bytes, as the causal kernel did).
-#pragma unroll 2
+#pragma unroll C::kPvUnroll
       for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves(st, p_base, sm.ckv(stage), v_addr, kk, role);
     }
   }

@@ -62,8 +62,6 @@ int tier_of(const TileConfig& tile) {
   return 0;
 }
 
-bool has_narrow_layout(const TileConfig& tile) { return tile.kv_tile >= 64 && tile.num_stages >= 2; }
-
 // Mirrors the kernel's shared storage: a union of {Q nope + Q pe, `stages` CKV tiles,
 // `stages` KPE tiles (reused for P, hence max(kpe, q_tile) columns), the two warpgroups'
 // softmax exchange rows} with the output staging tile, then (per-token scales) each stage's

@@ -14,11 +14,6 @@ std::vector<TileConfig> tile_candidates();
 // 1, 2, 3 -> the tier's config; throws Error(kInvalidArgument) otherwise.
 TileConfig tile_tier(int tier);
 int tier_of(const TileConfig& tile);  // 1..3, 0 when not one of the tiers
-// Whether the kernel carries its layout for tiles of few rows (NarrowRows, and its e4m3
-// streams) on `tile`: the large tier's configs (64-token tiles, 2 stages). On the H200 the
-// smaller tiers ran their 64-row tiles (128 heads) 7-8% slower with that code in the kernel
-// (register allocation), while their narrow tiles gained 1.6-1.8x.
-bool has_narrow_layout(const TileConfig& tile);
 
 // Bytes of dynamic shared memory the kernel needs for `spec` with `tile`. Throws
 // Error(kInvalidArgument) naming the field for a tile the kernel cannot take.
