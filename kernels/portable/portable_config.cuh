@@ -78,15 +78,15 @@ struct MlaConfig {
   // Not over per-token scales: the streams scale scores and O by one factor per operand.
   static constexpr bool kNarrowStreams =
       kNarrowTiles && kFp8Kv && !kTokenScales && NUM_STAGES == 2 && KV_TILE % 32 == 0;
-  // k-steps of the 64-row P V loop unrolled at a time: all of them on sm_90 (but over
-  // per-token scales), two elsewhere. On the H100 (2026-12-07) the whole loop ran tier 1 at
-  // 128 heads 2-3% faster than two steps, over bf16 and over e4m3; on sm_90 it is spill-free
-  // but for 4 bytes in the e4m3 kernel with the narrow layout, where per-token scales would
-  // spill 56 (two steps: 0-4). On sm_100-110 it spills 4-40 bytes over any cache, two steps
-  // only over per-token scales and on sm_110's tier 2 (4-32 bytes); no Blackwell GPU has timed
-  // either form. (An enumerator: a static member named by the pragma is emitted into the cubin.)
+  // k-steps of the 64-row P V loop unrolled at a time: all of them where sm_90 stays
+  // spill-free so, two elsewhere. On the H100 (2026-12-07) the whole loop ran tier 1 at 128
+  // heads 2-3% faster than two steps, over bf16 and over e4m3; in the e4m3 kernel with the
+  // narrow layout it spilled 4 bytes and the 16-head launch ran 3% slower, and per-token scales
+  // would spill 56. On sm_100-110 it spills 4-40 bytes over any cache (two steps: only over
+  // per-token scales and on sm_110's tier 2, 4-32 bytes); no Blackwell GPU has timed either.
+  // (An enumerator: a static member named by the pragma is emitted into the cubin.)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-  enum : int { kPvUnroll = kTokenScales ? 2 : KV_TILE / 16 };
+  enum : int { kPvUnroll = kTokenScales || (kFp8Kv && kNarrowTiles) ? 2 : KV_TILE / 16 };
 #else
   enum : int { kPvUnroll = 2 };
 #endif
