@@ -145,14 +145,16 @@ void check_shape(const PlanInput& in, const Batch& batch, const Plan& plan) {
 }
 
 // Each tile's chunks tile [0, effective length) exactly once, or are one empty item when no
-// row of the tile sees anything; the effective length is the most any row of the tile sees.
+// row of the tile sees anything; the effective length is the most any row of the tile sees,
+// rounded up to a whole kernel tile within kv_len (the kernel masks the rest row by row).
 void check_chunks(const Batch& batch, const Plan& plan, const Indexed& idx, int kv_tile) {
   size_t tiles = 0;
   for (int b = 0; b < batch.size(); ++b) {
     for (int64_t start = 0; start < batch.packed(b); start += plan.tile_rows) {
       ++tiles;
       const int64_t end = std::min<int64_t>(start + plan.tile_rows, batch.packed(b));
-      const int64_t eff = visible(batch, b, end - 1);  // the last row sees the most
+      const int64_t seen = visible(batch, b, end - 1);  // the last row sees the most
+      const int64_t eff = std::min<int64_t>((seen + kv_tile - 1) / kv_tile * kv_tile, batch.kv_len[b]);
       const auto it = idx.items_of_tile.find({b, static_cast<int32_t>(start)});
       REQUIRE(it != idx.items_of_tile.end());
       const std::vector<MlaWorkItem>& items = it->second;
@@ -453,17 +455,24 @@ TEST_CASE("causal tiles of a multi-token request see only up to their last query
   Batch batch;
   batch.num_heads = 16;
   batch.causal = true;
-  batch.add(8, 100);  // 128 packed rows: tile 0 = tokens 0..3, tile 1 = tokens 4..7
+  // 128 packed rows a request: tile 0 = tokens 0..3, tile 1 = tokens 4..7. Tile 0 sees
+  // kv_len - 8 + 4 tokens, rounded up to the kernel's 64-token tiles within kv_len (the kernel
+  // masks the rest): 1086 -> 1088 at kv_len 1090, 1096 -> 1152, past kv_len 1100, -> 1100.
+  batch.add(8, 1090);
+  batch.add(8, 1100);
   const Plan plan = make_plan(input_for(batch, 1, 1));
-  REQUIRE(plan.work_items.size() == 2);
-  std::map<int32_t, int32_t> eff;
-  for (const MlaWorkItem& item : plan.work_items) eff[item.packed_q_start] = item.kv_end;
-  CHECK(eff[0] == 100 - 8 + 4);
-  CHECK(eff[64] == 100);
+  REQUIRE(plan.work_items.size() == 4);
+  std::map<std::pair<int32_t, int32_t>, int32_t> eff;  // (first query token, packed row) -> end
+  for (const MlaWorkItem& item : plan.work_items)
+    eff[{item.q_token_base, item.packed_q_start}] = item.kv_end;
+  CHECK(eff[{0, 0}] == 1088);
+  CHECK(eff[{0, 64}] == 1090);
+  CHECK(eff[{8, 0}] == 1100);
+  CHECK(eff[{8, 64}] == 1100);
 
   batch.causal = false;
   for (const MlaWorkItem& item : make_plan(input_for(batch, 1, 1)).work_items)
-    CHECK(item.kv_end == 100);
+    CHECK(item.kv_end == batch.kv_len[item.q_token_base / 8]);
 }
 
 TEST_CASE("causal rows that see nothing still get an empty item") {

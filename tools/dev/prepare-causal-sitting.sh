@@ -21,6 +21,6 @@ sed -i 's/static constexpr bool kNarrowTiles = NARROW_TILES;/static constexpr bo
 # Each variant differs from kernels/ by its one line, or the sitting would measure nothing.
 [[ $(diff -r kernels carry/gpu/narrow/kernels | grep -c '^>') == 1 ]]
 [[ $(diff -r kernels carry/gpu/narrowall/kernels | grep -c '^>') == 1 ]]
-cp tools/dev/causal-runtime-sitting.sh tools/dev/causal-quick-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py \
+cp tools/dev/causal-runtime-sitting.sh tools/dev/causal-quick-sitting.sh tools/dev/causal-plan-sitting.sh tools/dev/tail-cost-sitting.sh tools/dev/stall-profile-sitting.sh tools/dev/stall_summary.py \
   tools/dev/bench_table.py carry/gpu/
 du -sh carry/gpu
