@@ -4,6 +4,8 @@
 # items end at kv_len - 1, in a partial last tile (its scores masked, its tail rows cleared).
 # These shapes separate a partial last tile (kv_len 4095, no mask), a masked one with whole
 # tiles (kv_len 4097 causal: the q0 items end at 4096) and the mask itself.
+# Answer (2026-12-07): neither; the planner ran a request's tiles in different waves, fixed in
+# b61bf09 (docs/PERF.md, "Speculative decode: a request's causal tiles side by side").
 # Prepare: scripts/prepare-gpu-sitting.sh carry/gpu; cp this file and bench_table.py there.
 # Device call, carry ["carry/gpu"]: bash carry/gpu/tail-cost-sitting.sh. Writes $OUT/t.txt, $OUT/t.tgz.
 cd "$(dirname "$0")"; source ./sitting-lib.sh; begin_sitting t
