@@ -50,7 +50,7 @@ __device__ __forceinline__ void store_dequantized(uint32_t tile, int row, int ch
 // Dequantizes e4m3 chunk tid + i * kThreads of the stage's ckv codes into the 16-bit tile,
 // times the tensor's factor, or under per-token scales its token's scale for the 128 values
 // the chunk lies in.
-template <typename C>
+template <typename C, typename Ring>
 __device__ __forceinline__ void dequantize_ckv_chunk(const SmemMap<C>& sm, int stage, int i,
                                                      const uint32_t (&codes)[4], float factor,
                                                      const ThreadRole& role) {
@@ -60,14 +60,14 @@ __device__ __forceinline__ void dequantize_ckv_chunk(const SmemMap<C>& sm, int s
     const float* scales = sm.token_scales + stage * (C::kScaleStageBytes / 4) + row * (16 / 4);
     factor = scales[chunk * C::kKvLoadChunkElems / kCkvScaleBlock] * kF16PairFactor;
   }
-  store_dequantized<C, C::kCkvChunks>(sm.ckv(stage), row, chunk, codes, factor);
+  store_dequantized<C, C::kCkvChunks>(Ring::ckv(sm, stage), row, chunk, codes, factor);
 }
 
-template <typename C>
+template <typename C, typename Ring>
 __device__ __forceinline__ void load_ckv_codes(const SmemMap<C>& sm, int stage, int i,
                                                uint32_t (&codes)[4], const ThreadRole& role) {
   const int q = role.tid + i * C::kThreads;
-  load_shared_16(sm.ckv(stage) + C::kCkvLandingOffset +
+  load_shared_16(Ring::ckv(sm, stage) + C::kCkvLandingOffset +
                      Swizzle<C::kCkvLoadChunks>::byte_offset(q / C::kCkvLoadChunks, q % C::kCkvLoadChunks),
                  codes);
 }
@@ -78,7 +78,7 @@ __device__ __forceinline__ void load_ckv_codes(const SmemMap<C>& sm, int stage, 
 // [1/2, 3/4) land on the codes of [0, 1/2), written after a barrier; rows [3/4, 1) land on
 // their own codes and those of [1/2, 3/4), so their codes are held in registers across a
 // second barrier. Thread tid takes chunks tid + i * kThreads, in row order.
-template <typename C>
+template <typename C, typename Ring>
 __device__ __forceinline__ void dequantize_kv(const SmemMap<C>& sm, int stage, const KvDequant& f,
                                               const ThreadRole& role) {
   constexpr int kCkvCodeChunks = C::kKvTile * C::kCkvLoadChunks;
@@ -93,34 +93,34 @@ __device__ __forceinline__ void dequantize_kv(const SmemMap<C>& sm, int stage, c
   const bool has_kpe = role.tid < kKpeCodeChunks;  // none under per-token scales: kpe is 16-bit
   const int kpe_row = role.tid / C::kKpeLoadChunks, kpe_chunk = role.tid % C::kKpeLoadChunks;
   if (has_kpe) {
-    load_shared_16(sm.kpe_p(stage) + C::kKpeLandingOffset +
+    load_shared_16(Ring::kpe_p(sm, stage) + C::kKpeLandingOffset +
                        Swizzle<C::kKpeLoadChunks>::byte_offset(kpe_row, kpe_chunk),
                    kpe);
   }
 #pragma unroll
   for (int i = 0; i < kHalf; ++i) {
     uint32_t codes[4];
-    load_ckv_codes<C>(sm, stage, i, codes, role);
-    dequantize_ckv_chunk<C>(sm, stage, i, codes, f.ckv, role);
+    load_ckv_codes<C, Ring>(sm, stage, i, codes, role);
+    dequantize_ckv_chunk<C, Ring>(sm, stage, i, codes, f.ckv, role);
   }
   uint32_t held[kPerThread - kThreeQuarters][4];
 #pragma unroll
-  for (int i = kThreeQuarters; i < kPerThread; ++i) load_ckv_codes<C>(sm, stage, i, held[i - kThreeQuarters], role);
+  for (int i = kThreeQuarters; i < kPerThread; ++i) load_ckv_codes<C, Ring>(sm, stage, i, held[i - kThreeQuarters], role);
   if constexpr (kThreeQuarters > kHalf) {
     __syncthreads();
 #pragma unroll
     for (int i = kHalf; i < kThreeQuarters; ++i) {
       uint32_t codes[4];
-      load_ckv_codes<C>(sm, stage, i, codes, role);
-      dequantize_ckv_chunk<C>(sm, stage, i, codes, f.ckv, role);
+      load_ckv_codes<C, Ring>(sm, stage, i, codes, role);
+      dequantize_ckv_chunk<C, Ring>(sm, stage, i, codes, f.ckv, role);
     }
   }
   __syncthreads();
 #pragma unroll
   for (int i = kThreeQuarters; i < kPerThread; ++i) {
-    dequantize_ckv_chunk<C>(sm, stage, i, held[i - kThreeQuarters], f.ckv, role);
+    dequantize_ckv_chunk<C, Ring>(sm, stage, i, held[i - kThreeQuarters], f.ckv, role);
   }
-  if (has_kpe) store_dequantized<C, C::kKpeChunks>(sm.kpe_p(stage), kpe_row, kpe_chunk, kpe, f.kpe);
+  if (has_kpe) store_dequantized<C, C::kKpeChunks>(Ring::kpe_p(sm, stage), kpe_row, kpe_chunk, kpe, f.kpe);
   __syncthreads();
 }
 

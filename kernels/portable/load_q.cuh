@@ -4,9 +4,10 @@
 
 namespace mlajit_kernel {
 
-// Stage: load_q. 64 packed rows of q_nope and q_pe into swizzled shared memory; rows past
-// the request's end are zero-filled.
-template <typename C>
+// Stage: load_q. The first ROWS packed rows of q_nope and q_pe into swizzled shared memory;
+// rows past the request's end are zero-filled. (A narrow tile's KV ring holds stages in the
+// rest: NarrowRing.)
+template <typename C, int ROWS = C::kQTile>
 __device__ __forceinline__ void load_q(const MlaParams& p, const SmemMap<C>& sm,
                                        const TileContext& t, const ThreadRole& role) {
   using QType = typename C::QType;
@@ -14,6 +15,7 @@ __device__ __forceinline__ void load_q(const MlaParams& p, const SmemMap<C>& sm,
 #pragma unroll
   for (int pass = 0; pass < C::kQPasses; ++pass) {
     const int row = role.tid / C::kLanesPerRow + pass * C::kRowsPerPass;
+    if (ROWS < C::kQTile && row >= ROWS) continue;
     const QRowSource<QType> q = q_row_source<QType>(p, t, row);
 #pragma unroll
     for (int k = 0; k < C::kCkvChunksPerLane; ++k) {

@@ -5,12 +5,47 @@
 
 namespace mlajit_kernel {
 
+// The KV ring of narrow tiles: the config's stages, then kQStages more in the rows of Q that a
+// narrow tile leaves empty (rows kNarrowRows.. of q_nope for the ckv tiles, of q_pe for the
+// kpe / P tiles). On the small tiers, whose one or two stages hide little of a tile's copy,
+// this deepens the pipeline without shared memory: tier 3 (one stage of 16 tokens) runs four
+// stages, tier 2 three; tier 1's 64-token stages do not fit the 48 free rows and keep KvRing's
+// code. Not under per-token scales, whose scales have a row per config stage past the storage.
+template <typename C>
+struct NarrowRing : KvRing<C> {
+ private:
+  static constexpr int kFreeRows = C::kQTile - C::kNarrowRows;
+  static constexpr int kQElemBytes = static_cast<int>(sizeof(typename C::QType));
+  static constexpr int kNopeRowBytes = C::kHeadDimCkv * kQElemBytes;
+  static constexpr int kPeRowBytes = C::kHeadDimKpe * kQElemBytes;
+  static constexpr int kCkvFit = kFreeRows * kNopeRowBytes / C::kCkvStageBytes;
+  static constexpr int kKpeFit = kFreeRows * kPeRowBytes / C::kKpePStageBytes;
+
+ public:
+  static constexpr int kQStages = C::kTokenScales ? 0 : (kCkvFit < kKpeFit ? kCkvFit : kKpeFit);
+  static constexpr int kStages = C::kStages + kQStages;
+  static constexpr int kQRows = kQStages > 0 ? C::kNarrowRows : C::kQTile;
+
+  __device__ __forceinline__ static int stage_of(const ThreadRole&, int tile) { return tile % kStages; }
+  __device__ __forceinline__ static uint32_t ckv(const SmemMap<C>& sm, int stage) {
+    if constexpr (kQStages == 0) return sm.ckv(stage);
+    return stage < C::kStages ? sm.ckv(stage)
+                              : sm.q_nope + C::kNarrowRows * kNopeRowBytes + (stage - C::kStages) * C::kCkvStageBytes;
+  }
+  __device__ __forceinline__ static uint32_t kpe_p(const SmemMap<C>& sm, int stage) {
+    if constexpr (kQStages == 0) return sm.kpe_p(stage);
+    return stage < C::kStages ? sm.kpe_p(stage)
+                              : sm.q_pe + C::kNarrowRows * kPeRowBytes + (stage - C::kStages) * C::kKpePStageBytes;
+  }
+};
+
 // Tiles of at most 16 valid rows. Every warp works on local rows 0-15; warp n of the CTA
 // (0..7) owns KV columns [8 n, 8 n + 8) in QK (when n < kNarrowQkWarps) and output dims
 // [n CKV / 8, (n + 1) CKV / 8) in PV. The accumulator rows of a thread are lane / 4 and
 // lane / 4 + 8, in QK (m16n8 blocks) and in PV.
 template <typename C>
 struct NarrowRows {
+  using Ring = NarrowRing<C>;
   static constexpr int kQkN = 8;
   static constexpr int kQkBlocks = C::kNarrowQkN8;
   using Scores = float[kQkBlocks][QkBlock<kQkN>::kAccs];
@@ -82,12 +117,12 @@ struct NarrowRows {
     __syncthreads();  // every warp's P is in shared memory
     const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
                                                 role.cta_warp() * (C::kCkvChunks / C::kWarps) + role.lane / 16);
-    const uint32_t p_base = sm.kpe_p(stage);
+    const uint32_t p_base = Ring::kpe_p(sm, stage);
 #pragma unroll
     for (int kk = 0; kk < C::kKvTile / 16; ++kk) {
       uint32_t p[4];
       ldmatrix_x4(p, p_base + PSwizzle<C>::byte_offset(role.lane % 16, 2 * kk + role.lane / 16));
-      accumulate_pv_block<C>(st, p, sm.ckv(stage), 16 * kk, v_addr);
+      accumulate_pv_block<C>(st, p, Ring::ckv(sm, stage), 16 * kk, v_addr);
     }
   }
 
@@ -118,7 +153,7 @@ struct NarrowRows {
   // by the barrier of the max exchange).
   __device__ __forceinline__ static void store_probabilities(const Scores& s, const SmemMap<C>& sm,
                                                              int stage, const ThreadRole& role) {
-    const uint32_t p_base = sm.kpe_p(stage);
+    const uint32_t p_base = Ring::kpe_p(sm, stage);
 #pragma unroll
     for (int b = 0; b < kQkBlocks; ++b) {
       const int chunk = role.cta_warp() * kQkBlocks + b;

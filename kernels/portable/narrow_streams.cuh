@@ -26,6 +26,7 @@ struct StreamRing {
   static constexpr int kLoaders = C::kThreads / kStreams;
   static constexpr int kTileStride = kStreams;
   static constexpr bool kOnePageLoads = true;  // 4 passes a tile: per-row addressing is a fifth of the loop
+  static constexpr int kQRows = C::kQTile;
   static constexpr int kCkvLanding = 0;
   static constexpr int kKpeLanding = 0;
   static constexpr int kCkvStride = C::kKvTile * C::kHeadDimCkv;

@@ -87,7 +87,7 @@ __device__ __forceinline__ void write_output(const MlaParams& p, typename Rows::
 template <typename C, typename Ring>
 __device__ __forceinline__ void start_pipeline(const MlaParams& p, const SmemMap<C>& sm, const TileContext& t,
                                                const ThreadRole& role) {
-  load_q<C>(p, sm, t, role);
+  load_q<C, Ring::kQRows>(p, sm, t, role);
 #pragma unroll
   for (int i = 0; i < Ring::kStages - 1; ++i) {
     const int tile = Ring::first_tile(role) + i * Ring::kTileStride;
@@ -102,7 +102,7 @@ __device__ __forceinline__ void attend(const MlaParams& p, const SmemMap<C>& sm,
   // Addresses derived from the thread index are recomputed per work item: derived from the
   // kernel's ThreadRole they are hoisted to its start, stay live across every KV loop copy and
   // spill at 255 registers (and the wide loop ran 5% slower with them).
-  using Ring = KvRing<C>;
+  using Ring = typename Rows::Ring;
   const ThreadRole role = ThreadRole::make_fresh();
   if (t.num_tiles > 0) start_pipeline<C, Ring>(p, sm, t, role);
   typename Rows::State st;
@@ -111,8 +111,8 @@ __device__ __forceinline__ void attend(const MlaParams& p, const SmemMap<C>& sm,
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
     advance_pipeline<C, Ring>(p, sm, t, role, tile, ids);
-    const int stage = tile % C::kStages;
-    if constexpr (C::kFp8Kv) dequantize_kv<C>(sm, stage, KvDequant::make(p), role);
+    const int stage = Ring::stage_of(role, tile);
+    if constexpr (C::kFp8Kv) dequantize_kv<C, Ring>(sm, stage, KvDequant::make(p), role);
     typename Rows::Scores s;
     if (Rows::computes_scores(role)) {
       compute_qk<C, Rows>(s, sm, stage, role);

@@ -276,6 +276,7 @@ struct KvRing {
   // Tiles in one page take load_kv_one_page. Not here: the second copy of the loads costs the
   // 64-row loop registers (it spilled at 255), and its 2 passes a tile gain less.
   static constexpr bool kOnePageLoads = false;
+  static constexpr int kQRows = C::kQTile;  // rows of Q that load_q fills (the rest hold stages)
   static constexpr int kCkvLanding = C::kCkvLandingOffset;
   static constexpr int kKpeLanding = C::kKpeLandingOffset;
 

@@ -35,8 +35,9 @@ __device__ __forceinline__ void compute_qk(typename Rows::Scores& s, const SmemM
   for (int b = 0; b < Rows::kQkBlocks; ++b)
 #pragma unroll
     for (int r = 0; r < QkBlock<Rows::kQkN>::kAccs; ++r) s[b][r] = 0.f;
-  accumulate_qk<C, Rows, C::kKpeChunks>(s, sm.q_pe, sm.kpe_p(stage), role);
-  accumulate_qk<C, Rows, C::kCkvChunks>(s, sm.q_nope, sm.ckv(stage), role);
+  using Ring = typename Rows::Ring;
+  accumulate_qk<C, Rows, C::kKpeChunks>(s, sm.q_pe, Ring::kpe_p(sm, stage), role);
+  accumulate_qk<C, Rows, C::kCkvChunks>(s, sm.q_nope, Ring::ckv(sm, stage), role);
 }
 
 // Tokens below unmasked_end are visible to every row of the tile.

@@ -13,6 +13,7 @@ namespace mlajit_kernel {
 // Any tile: QK rows 16w.. of warp w of either warpgroup (see the top of mla_fa2.cuh).
 template <typename C>
 struct WideRows {
+  using Ring = KvRing<C>;
   static constexpr int kQkN = 16;
   static constexpr int kQkBlocks = C::kQkBlocks;
   using Scores = float[kQkBlocks][QkBlock<kQkN>::kAccs];
@@ -91,7 +92,7 @@ struct WideRows {
     if constexpr (!C::kPvRowHalves) {
       compute_pv_split_dims(s, st, sm, stage, role);
     } else {
-      const uint32_t p_base = sm.kpe_p(stage);
+      const uint32_t p_base = Ring::kpe_p(sm, stage);
       const int own_col0 = role.group * C::kQkCols;
       const int prow = role.warp * 16 + role.lane % 16;
 #pragma unroll
@@ -104,7 +105,7 @@ struct WideRows {
       const FragmentAddress<C::kCkvChunks> v_addr(role.lane % 16,
                                                   role.pv_quarter() * (C::kCkvChunks / C::kPvDimSplit) + role.lane / 16);
 #pragma unroll C::kPvUnroll
-      for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves(st, p_base, sm.ckv(stage), v_addr, kk, role);
+      for (int kk = 0; kk < C::kKvTile / 16; ++kk) accumulate_pv_halves(st, p_base, Ring::ckv(sm, stage), v_addr, kk, role);
     }
   }
 
@@ -173,7 +174,7 @@ struct WideRows {
 #pragma unroll
     for (int b = 0; b < kQkBlocks; ++b) pack_fragment<typename C::MmaType>(p[b], s[b]);
 #pragma unroll
-    for (int b = 0; b < kQkBlocks; ++b) accumulate_pv_block<C>(st, p[b], sm.ckv(stage), 16 * b, v_addr);
+    for (int b = 0; b < kQkBlocks; ++b) accumulate_pv_block<C>(st, p[b], Ring::ckv(sm, stage), 16 * b, v_addr);
   }
 
   // Row halves: o += P[rows 16w.., 16(w ^ 1).., tokens 16kk..+16] . V[those tokens, this warp's

@@ -119,6 +119,27 @@ TEST_CASE("e4m3 KV: head dims 256/32, split and concatenated (288-wide)", "[gpu]
   check_fp8(joined);
 }
 
+// Narrow tiles over e4m3 on every tier: two code streams on tiers 1-2, codes expanded in a
+// ring with stages in Q's free rows on tier 3 (short requests: fewer tiles than stages).
+TEST_CASE("e4m3 KV: narrow tiles on every tier forced", "[gpu][fp8]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 2400;
+  for (int tier : {1, 2, 3}) {
+    for (int page : {1, 64}) {
+      for (int q_len : {1, 2}) {
+        auto check = make_random_case("e4m3 narrow tier " + std::to_string(tier) + " page" +
+                                          std::to_string(page) + " H" + std::to_string(16 / q_len) +
+                                          " q" + std::to_string(q_len),
+                                      fp8_shape(16 / q_len, page, DType::kBFloat16, q_len > 1), 4,
+                                      q_len, 1, 1500, ++seed);
+        check.kv_lens[0] = 40;
+        check.options.force_tier = tier;
+        check_fp8(check);
+      }
+    }
+  }
+}
+
 // The cases above that force a tier are skipped by a family without tiers (the hopper family
 // under MLAJIT_TEST_KERNEL): its concatenated cache and long, split requests are here.
 TEST_CASE("e4m3 KV: no tier forced: one concatenated 576-wide cache, long split requests",
@@ -219,11 +240,14 @@ TEST_CASE("e4m3 KV: one small shape per tier and row layout", "[.sanitize-fp8]")
       check_fp8(check);
     }
   }
-  // Tier 1 with 16 heads of one token: the narrow rows that read codes through the 4-stage ring.
-  auto narrow = make_random_case("sanitize e4m3 tier 1 H16 q1 (codes)", fp8_shape(16, 16), 2, 1,
-                                 300, 700, ++seed);
-  narrow.options.force_tier = 1;
-  check_fp8(narrow);
+  // 16 heads of one token: tier 1's narrow rows read codes through the 4-stage ring; tier 3's
+  // expand them in stages that lie partly in Q's free rows.
+  for (int tier : {1, 3}) {
+    auto narrow = make_random_case("sanitize e4m3 tier " + std::to_string(tier) + " H16 q1",
+                                   fp8_shape(16, 16), 2, 1, 300, 700, ++seed);
+    narrow.options.force_tier = tier;
+    check_fp8(narrow);
+  }
   // No tier forced: what a family without tiers runs under MLAJIT_TEST_KERNEL (hopper).
   for (int heads : {16, 128}) {
     auto any = make_random_case("sanitize e4m3 H" + std::to_string(heads) + " page16 causal q2",

@@ -156,6 +156,38 @@ TEST_CASE("every tier, forced, on both launch paths and both KV layouts", "[gpu]
   }
 }
 
+// Tiles of at most 16 rows (16 heads of one token, 8 of two, 4 of four) on every tier: their
+// KV ring keeps stages in the rows of Q they leave empty (NarrowRing: four stages on tier 3,
+// three on tier 2), so Q's first 16 rows, P and those stages must never meet. Short requests
+// have fewer tiles than stages; page 1 gathers every row.
+TEST_CASE("narrow tiles on every tier, forced: stages in Q's free rows", "[gpu]") {
+  MLAJIT_REQUIRE_GPU();
+  uint64_t seed = 1900;
+  struct Rows {
+    int heads, q_len;
+  };
+  for (int tier : {1, 2, 3}) {
+    for (const Rows rows : {Rows{16, 1}, Rows{8, 2}, Rows{4, 4}}) {
+      for (int page : {1, 64}) {
+        const bool causal = rows.q_len > 1;
+        for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+          const bool minicpm = dtype == DType::kFloat16;
+          auto check = make_random_case(
+              "narrow tier " + std::to_string(tier) + " H" + std::to_string(rows.heads) + " q" +
+                  std::to_string(rows.q_len) + " page" + std::to_string(page) +
+                  (minicpm ? " f16 256/32" : " bf16 512/64"),
+              shape_of(rows.heads, page, causal, dtype, minicpm ? 256 : 512, minicpm ? 32 : 64),
+              5, rows.q_len, 1, 1200, ++seed);
+          check.kv_lens[0] = 1;  // one tile of one token
+          check.kv_lens[1] = 40;  // fewer tiles than tier 3's stages
+          check.options.force_tier = tier;
+          check_case(check);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("natural-log LSE and runs without LSE", "[gpu]") {
   MLAJIT_REQUIRE_GPU();
   auto natural = make_random_case("lse base e H16", shape_of(16, 16), 4, 1, 1, 800, 801);
@@ -194,6 +226,26 @@ TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
       check.options.force_tier = tiered ? tier : 0;
       check.options.force_two_launch = two_launch;
       check.options.cluster_size = 1;  // forces the merge path even when nothing splits
+      if (!testing::runs_on_family_under_test(check)) continue;
+      const MlaCheckResult result = run_mla_check(check);
+      std::printf("%-40s out %.2e lse %.2e\n", check.name.c_str(), result.out_error,
+                  result.lse_error);
+      CHECK(result.passed(1e-2));
+    }
+  }
+  // Narrow tiles (16 heads of one token, 8 of two) on the small tiers, whose ring keeps stages
+  // in Q's free rows.
+  for (int tier : {2, 3}) {
+    if (!tiered) break;
+    for (int q_len : {1, 2}) {
+      MlaShape shape;
+      shape.num_heads = 16 / q_len;
+      shape.page_size = 16;
+      shape.causal = q_len > 1;
+      auto check = make_random_case("sanitize narrow tier " + std::to_string(tier) + " q" +
+                                        std::to_string(q_len),
+                                    shape, 2, q_len, 100, 300, ++seed);
+      check.options.force_tier = tier;
       if (!testing::runs_on_family_under_test(check)) continue;
       const MlaCheckResult result = run_mla_check(check);
       std::printf("%-40s out %.2e lse %.2e\n", check.name.c_str(), result.out_error,
