@@ -41,6 +41,8 @@ void radix_sort(std::vector<T>& items, std::vector<T>& buffer, uint64_t largest_
   }
 }
 
+}  // namespace
+
 // Job indices by cost descending, ties by index ascending.
 void order_longest_first(const std::vector<int64_t>& costs, LongestFirstScratch& scratch) {
   std::vector<int>& order = scratch.order;
@@ -58,6 +60,8 @@ void order_longest_first(const std::vector<int64_t>& costs, LongestFirstScratch&
   radix_sort(order, scratch.order_buffer, static_cast<uint64_t>(largest - *least),
              [&costs, largest](int job) { return static_cast<uint64_t>(largest - costs[job]); });
 }
+
+namespace {
 
 // The least-loaded bin, ties to the lowest, kept as loads grow: a tournament tree over the
 // bins, padded to a power of two with bins that never win. Each node holds its subtree's
@@ -116,7 +120,11 @@ class LeastLoaded {
 void assign_longest_first(const std::vector<int64_t>& costs, int bins, Assignment& result,
                           LongestFirstScratch& scratch) {
   order_longest_first(costs, scratch);
-  const std::vector<int>& order = scratch.order;
+  assign_in_order(costs, scratch.order, bins, result, scratch);
+}
+
+void assign_in_order(const std::vector<int64_t>& costs, const std::vector<int>& order, int bins,
+                     Assignment& result, LongestFirstScratch& scratch) {
   result.bin_of.resize(costs.size());
   result.load.assign(bins, 0);
   const size_t first = std::min(order.size(), static_cast<size_t>(bins));
@@ -149,6 +157,17 @@ void assign_longest_first(const std::vector<int64_t>& costs, int bins, Assignmen
   for (int bin = 0; bin < bins; ++bin) result.load[bin] = bins_by_load.load(bin);
 }
 
+void sort_descending(std::vector<int64_t>& costs, LongestFirstScratch& scratch) {
+  if (costs.size() < kRadixMinValues) {
+    std::sort(costs.begin(), costs.end(), std::greater<int64_t>());
+    return;
+  }
+  const auto [least, most] = std::minmax_element(costs.begin(), costs.end());
+  const int64_t largest = *most;
+  radix_sort(costs, scratch.values_buffer, static_cast<uint64_t>(largest - *least),
+             [largest](int64_t cost) { return static_cast<uint64_t>(largest - cost); });
+}
+
 int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room,
                               LongestFirstScratch& scratch) {
   if (costs.empty()) return room >= 0 ? 0 : kBeyond;
@@ -170,6 +189,16 @@ int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t roo
     radix_sort(costs, scratch.values_buffer, static_cast<uint64_t>(largest - least),
                [largest](int64_t cost) { return static_cast<uint64_t>(largest - cost); });
   }
+  return busiest_of_descending(costs, bins, room, scratch);
+}
+
+int64_t busiest_of_descending(const std::vector<int64_t>& costs, int bins, int64_t room,
+                              LongestFirstScratch& scratch) {
+  if (costs.empty()) return room >= 0 ? 0 : kBeyond;
+  const int64_t largest = costs[0];
+  if (largest > room) return kBeyond;
+  const size_t opened = static_cast<size_t>(bins);
+  if (costs.size() <= opened) return largest;  // one job a bin
   // The next job after the bins' first joins the least loaded of them.
   if (costs[opened - 1] + costs[opened] > room) return kBeyond;
   // The bins' loads as a 4-ary min-heap (half the levels of a binary one, and a level's four

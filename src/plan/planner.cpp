@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -313,10 +314,21 @@ struct Candidate {
   int64_t score = 0;
 };
 
+// The tiles longest first, made once a plan for whole tiles and every cut: a cut of length L
+// splits exactly the tiles before the first of length <= L and leaves the rest whole, so a
+// cut is scored from its split tiles' chunks merged into the rest, already in order.
+struct ByLength {
+  std::vector<int64_t> costs;       // whole tile t's cost (KV + an item's fixed cost), by tile
+  std::vector<int> order;           // tiles by length descending, ties by index
+  std::vector<int64_t> sorted;      // costs in that order
+  std::vector<int64_t> sorted_sum;  // [tiles + 1]: sorted_sum[k] = sum of sorted[0, k)
+};
+
 // Buffers the scores and placements reuse, so that trying a candidate allocates nothing.
 struct Scratch {
   std::vector<Tile> tiles;
-  std::vector<int64_t> costs, capacities, lengths;
+  ByLength by_length;
+  std::vector<int64_t> costs, chunk_costs, capacities, lengths;
   std::vector<int64_t> partial_base;    // first partial row of each tile
   LongestFirstScratch longest_first;
   std::vector<int> order;               // jobs by bin (work items, then merge records)
@@ -332,80 +344,145 @@ Scratch& thread_scratch() {
   return scratch;
 }
 
+// The tiles' KV in all and the longest tile's: what the floors, the capacities and the cut
+// lengths start from, summed once.
+struct TileTotals {
+  int64_t tiles = 0, kv = 0, longest = 0;
+};
+
+TileTotals tile_totals(const std::vector<Tile>& tiles) {
+  TileTotals totals;
+  totals.tiles = static_cast<int64_t>(tiles.size());
+  for (const Tile& tile : tiles) {
+    totals.kv += tile.eff_kv;
+    totals.longest = std::max<int64_t>(totals.longest, tile.eff_kv);
+  }
+  return totals;
+}
+
 // The load of the tiles taken whole (each with an item's fixed cost): in all, and the largest.
 struct WholeLoad {
   int64_t total = 0, largest = 0;
 };
 
-WholeLoad whole_load(const std::vector<Tile>& tiles, const Geometry& g) {
-  WholeLoad load;
-  for (const Tile& tile : tiles) {
-    const int64_t cost = tile.eff_kv + g.item_overhead;
-    load.total += cost;
-    load.largest = std::max(load.largest, cost);
-  }
-  return load;
+WholeLoad whole_load(const TileTotals& totals, const Geometry& g) {
+  if (totals.tiles == 0) return {};
+  return {totals.kv + totals.tiles * g.item_overhead, totals.longest + g.item_overhead};
 }
 
 // A floor under whole tiles' score: no pair is below the mean load, nor below the largest tile.
-int64_t whole_floor(const std::vector<Tile>& tiles, const Geometry& g) {
-  const WholeLoad load = whole_load(tiles, g);
+int64_t whole_floor(const TileTotals& totals, const Geometry& g) {
+  const WholeLoad load = whole_load(totals, g);
   return std::max(ceil_div(load.total, g.grid_y), load.largest);
 }
 
-void whole_tiles(const std::vector<Tile>& tiles, const Geometry& g, Candidate& candidate) {
-  std::vector<int64_t> costs(tiles.size());
-  candidate.chunking.max_len = 0;
-  candidate.chunking.chunks.clear();
-  candidate.chunking.chunks_per_tile.assign(tiles.size(), 1);
-  candidate.chunking.chunks.reserve(tiles.size());
-  for (size_t t = 0; t < tiles.size(); ++t) {
-    candidate.chunking.chunks.push_back({static_cast<int>(t), 0, 0, tiles[t].eff_kv});
-    candidate.chunking.max_len = std::max<int64_t>(candidate.chunking.max_len, tiles[t].eff_kv);
-    costs[t] = tiles[t].eff_kv + g.item_overhead;
+void sort_by_length(const std::vector<Tile>& tiles, const Geometry& g, ByLength& by_length) {
+  LongestFirstScratch& longest_first = thread_scratch().longest_first;
+  by_length.costs.resize(tiles.size());
+  for (size_t t = 0; t < tiles.size(); ++t) by_length.costs[t] = tiles[t].eff_kv + g.item_overhead;
+  order_longest_first(by_length.costs, longest_first);
+  by_length.order.swap(longest_first.order);
+  by_length.sorted.resize(tiles.size());
+  by_length.sorted_sum.resize(tiles.size() + 1);
+  by_length.sorted_sum[0] = 0;
+  for (size_t k = 0; k < tiles.size(); ++k) {
+    by_length.sorted[k] = by_length.costs[by_length.order[k]];
+    by_length.sorted_sum[k + 1] = by_length.sorted_sum[k] + by_length.sorted[k];
   }
-  candidate.chunking.max_len = std::max(round_up(candidate.chunking.max_len, g.kv_tile),
-                                        shortest_chunk(g));
-  assign_longest_first(costs, g.grid_y, candidate.assignment, thread_scratch().longest_first);
+}
+
+void whole_tiles(const std::vector<Tile>& tiles, const Geometry& g, const ByLength& by_length,
+                 Candidate& candidate) {
+  Chunking& chunking = candidate.chunking;
+  chunking.chunks_per_tile.assign(tiles.size(), 1);
+  chunking.chunks.resize(tiles.size());
+  for (size_t t = 0; t < tiles.size(); ++t) chunking.chunks[t] = {static_cast<int>(t), 0, 0, tiles[t].eff_kv};
+  const int64_t longest = tiles.empty() ? 0 : tiles[by_length.order[0]].eff_kv;
+  chunking.max_len = std::max(round_up(longest, g.kv_tile), shortest_chunk(g));
+  assign_in_order(by_length.costs, by_length.order, g.grid_y, candidate.assignment,
+                  thread_scratch().longest_first);
   candidate.score = *std::max_element(candidate.assignment.load.begin(),
                                       candidate.assignment.load.end());
 }
 
 // ---- splitting: tiles cut into chunks, longest first ---------------------------------------
 
-// The modelled time of cutting every tile into chunks of at most max_len and placing them
-// longest first, or kBeyond when it exceeds `bound`; builds nothing.
-int64_t cut_score(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
-                  const Geometry& g, int64_t bound, Scratch& scratch) {
-  const CutRule rule(max_len, g.kv_tile, style);
+// How many tiles a cut at max_len splits: those longer than it, the first of by_length.
+size_t split_tiles(const ByLength& by_length, int64_t max_len, const Geometry& g) {
+  const int64_t longest_whole = max_len + g.item_overhead;
+  return static_cast<size_t>(
+      std::partition_point(by_length.sorted.begin(), by_length.sorted.end(),
+                           [longest_whole](int64_t cost) { return cost > longest_whole; }) -
+      by_length.sorted.begin());
+}
+
+// busiest_longest_first over scratch.chunk_costs and the whole tiles from by_length.sorted[split]
+// on: what it answers without sorting is answered before the chunks are sorted.
+int64_t busiest_of_cut(const ByLength& by_length, size_t split, int bins, int64_t room,
+                       Scratch& scratch) {
+  std::vector<int64_t>& chunk_costs = scratch.chunk_costs;
+  const auto whole_begin = by_length.sorted.begin() + split, whole_end = by_length.sorted.end();
+  int64_t largest = whole_begin < whole_end ? *whole_begin : 0;
+  size_t over_half = 0;  // jobs above half the room: more than `bins` of them and two share one
+  for (const int64_t cost : chunk_costs) {
+    largest = std::max(largest, cost);
+    over_half += cost > room / 2;
+  }
+  const size_t jobs = chunk_costs.size() + static_cast<size_t>(whole_end - whole_begin);
+  if (jobs == 0) return room >= 0 ? 0 : kBeyond;
+  if (largest > room) return kBeyond;
+  if (jobs <= static_cast<size_t>(bins)) return largest;  // one job a bin
+  over_half += std::partition_point(whole_begin, whole_end,
+                                    [room](int64_t cost) { return cost > room / 2; }) - whole_begin;
+  if (over_half > static_cast<size_t>(bins)) return kBeyond;
+  sort_descending(chunk_costs, scratch.longest_first);
   std::vector<int64_t>& costs = scratch.costs;
-  costs.clear();
+  costs.resize(jobs);
+  std::merge(chunk_costs.begin(), chunk_costs.end(), whole_begin, whole_end, costs.begin(),
+             std::greater<int64_t>());
+  return busiest_of_descending(costs, bins, room, scratch.longest_first);
+}
+
+// The modelled time of cutting every tile into chunks of at most max_len and placing them
+// longest first, or kBeyond when it exceeds `bound`; builds nothing. Only the split tiles
+// are cut: their chunks, sorted, merge into the whole tiles' costs, sorted already.
+int64_t cut_score(const std::vector<Tile>& tiles, const ByLength& by_length, int64_t max_len,
+                  CutStyle style, const Geometry& g, int64_t bound, Scratch& scratch) {
+  const CutRule rule(max_len, g.kv_tile, style);
+  const size_t split = split_tiles(by_length, max_len, g);
+  // Sized up front and stored by index: a push_back a chunk was a call a chunk (not inlined),
+  // a tenth of a small plan. A tile of n chunks is longer than (n - 1) * max_len.
+  const int64_t split_kv = by_length.sorted_sum[split] - int64_t(split) * g.item_overhead;
+  std::vector<int64_t>& chunk_costs = scratch.chunk_costs;
+  chunk_costs.resize(static_cast<size_t>(split_kv / max_len) + split);
+  size_t count = 0;
   MergeWork merge;
-  for (const Tile& tile : tiles) {
+  for (size_t k = 0; k < split; ++k) {
+    const Tile& tile = tiles[by_length.order[k]];
     const int64_t chunks = cut(tile.eff_kv, rule, [&](int32_t start, int32_t end) {
-      costs.push_back(int64_t{end} - start + g.item_overhead);
+      chunk_costs[count++] = int64_t{end} - start + g.item_overhead;
     });
     merge.add_tile(tile, chunks);
   }
+  chunk_costs.resize(count);
   const int64_t merge_cost = merge.cost(g);
   if (merge_cost > bound) return kBeyond;
-  const int64_t busiest =
-      busiest_longest_first(costs, g.grid_y, bound - merge_cost, scratch.longest_first);
+  const int64_t busiest = busiest_of_cut(by_length, split, g.grid_y, bound - merge_cost, scratch);
   return busiest == kBeyond ? kBeyond : busiest + merge_cost;
 }
 
 // A floor under cut_score from counts alone: no pair is below the mean load, nor below the
-// largest item (each tile's largest chunk holds at least its mean chunk length).
-int64_t cut_floor(const std::vector<Tile>& tiles, int64_t max_len, const Geometry& g) {
-  int64_t total = 0, largest = 0;
+// largest item (each tile's largest chunk holds at least its mean chunk length). The whole
+// tiles count from by_length's sums; only the split ones are divided.
+int64_t cut_floor(const std::vector<Tile>& tiles, const ByLength& by_length, int64_t max_len,
+                  const Geometry& g) {
+  const size_t split = split_tiles(by_length, max_len, g);
+  int64_t total = by_length.sorted_sum.back() - by_length.sorted_sum[split];
+  int64_t largest = split < by_length.sorted.size() ? by_length.sorted[split] : 0;
   MergeWork merge;
   const Divisor by_max_len(static_cast<uint32_t>(std::min<int64_t>(max_len, kInt32Max)));
-  for (const Tile& tile : tiles) {
-    if (tile.eff_kv <= max_len) {  // one chunk, no merge
-      total += tile.eff_kv + g.item_overhead;
-      largest = std::max<int64_t>(largest, tile.eff_kv + g.item_overhead);
-      continue;
-    }
+  for (size_t k = 0; k < split; ++k) {
+    const Tile& tile = tiles[by_length.order[k]];
     const int64_t n = by_max_len.ceil_quotient(static_cast<uint32_t>(tile.eff_kv));
     total += tile.eff_kv + n * g.item_overhead;
     // ceil(eff_kv / n) > largest - overhead exactly when eff_kv > (largest - overhead) * n:
@@ -446,13 +523,9 @@ void cut_tiles(const std::vector<Tile>& tiles, int64_t max_len, CutStyle style,
 // tried finely (on the ragged batch of perf/baseline.md 17/16 of the share gives busiest/mean
 // 1.05 where 1 gives 1.07); longer ones cut only the longest tiles, which wins where a few long
 // requests stand among many short ones. Shorter chunks are the filled pairs' domain.
-const std::vector<int64_t>& cut_lengths(const std::vector<Tile>& tiles, const Geometry& g) {
-  int64_t total = 0, longest = 0;
-  for (const Tile& tile : tiles) {
-    total += tile.eff_kv;
-    longest = std::max<int64_t>(longest, tile.eff_kv);
-  }
-  const int64_t share = ceil_div(total, g.grid_y);
+const std::vector<int64_t>& cut_lengths(const TileTotals& totals, const Geometry& g) {
+  const int64_t longest = totals.longest;
+  const int64_t share = ceil_div(totals.kv, g.grid_y);
   std::vector<int64_t>& lengths = thread_scratch().lengths;
   lengths.clear();
   for (int sixteenths : {24, 20, 18, 17, 16}) {
@@ -527,13 +600,6 @@ int64_t pour_score(const std::vector<Tile>& tiles, int64_t capacity, const Geome
   return std::max(busiest, capacity - room) + merge.cost(g);
 }
 
-// Whole tiles' total cost: what pouring starts from.
-int64_t total_cost(const std::vector<Tile>& tiles, const Geometry& g) {
-  int64_t total = 0;
-  for (const Tile& tile : tiles) total += tile.eff_kv + g.item_overhead;
-  return total;
-}
-
 // A floor under pour_score at `capacity`, from the total alone: tiles that fit one pair stay
 // whole in it; otherwise the first pair is closed only when no useful piece fits its room
 // (room - g.item_overhead < shortest_chunk), so it, and the busiest, holds more than that.
@@ -590,8 +656,9 @@ bool pour_fits(const std::vector<Tile>& tiles, int64_t capacity, const Geometry&
 
 // The smallest capacity the tiles fit in, by bisection between the mean load (no capacity
 // below it can hold them) and one that surely holds them.
-int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
-  const auto [total, largest] = whole_load(tiles, g);
+int64_t smallest_capacity(const std::vector<Tile>& tiles, const TileTotals& totals,
+                          const Geometry& g) {
+  const auto [total, largest] = whole_load(totals, g);
   const int64_t smallest_item = g.item_overhead + shortest_chunk(g);
   // Every capacity from here on fits, so the probes there need no pour. Pouring fails only
   // when all grid_y pairs are closed, and a pair is closed only when no useful piece fits its
@@ -623,14 +690,13 @@ int64_t smallest_capacity(const std::vector<Tile>& tiles, const Geometry& g) {
 // and room for one chunk of 2^k KV tiles (for a few long tiles over many pairs these are the
 // chunk lengths measured fastest: 64, 128 and 256 tokens at one 128-head request of 1k, 4k
 // and 16k tokens).
-const std::vector<int64_t>& capacities_to_try(const std::vector<Tile>& tiles, const Geometry& g) {
-  const int64_t smallest = smallest_capacity(tiles, g);
+const std::vector<int64_t>& capacities_to_try(const std::vector<Tile>& tiles,
+                                              const TileTotals& totals, const Geometry& g) {
+  const int64_t smallest = smallest_capacity(tiles, totals, g);
   std::vector<int64_t>& capacities = thread_scratch().capacities;
   capacities.assign(1, smallest);
   for (int sixteenths : {17, 18, 20, 24}) capacities.push_back(ceil_div(smallest * sixteenths, 16));
-  int64_t longest = 0;
-  for (const Tile& tile : tiles) longest = std::max<int64_t>(longest, tile.eff_kv);
-  for (int64_t chunk = shortest_chunk(g); chunk < longest; chunk *= 2) {
+  for (int64_t chunk = shortest_chunk(g); chunk < totals.longest; chunk *= 2) {
     if (chunk + g.item_overhead > smallest) capacities.push_back(chunk + g.item_overhead);
   }
   return capacities;
@@ -644,8 +710,9 @@ const std::vector<int64_t>& capacities_to_try(const std::vector<Tile>& tiles, co
 // Builds the winner in `chosen`.
 void choose_chunking(const std::vector<Tile>& tiles, const Geometry& g, Candidate& chosen) {
   int64_t pour_best = kBeyond, best_capacity = -1;
-  const int64_t total = total_cost(tiles, g);
-  for (int64_t capacity : capacities_to_try(tiles, g)) {
+  const TileTotals totals = tile_totals(tiles);
+  const int64_t total = whole_load(totals, g).total;
+  for (int64_t capacity : capacities_to_try(tiles, totals, g)) {
     if (pour_floor(total, capacity, g) > pour_best) continue;
     const int64_t score = pour_score(tiles, capacity, g);
     if (score < 0 || score > pour_best) continue;
@@ -655,20 +722,23 @@ void choose_chunking(const std::vector<Tile>& tiles, const Geometry& g, Candidat
   }
   // Whole tiles win a tie with the best pour; below the floor they cannot reach it. They are
   // built in `chosen` where a cut or a pour that wins replaces them.
+  Scratch& scratch = thread_scratch();
+  const std::vector<int64_t>& lengths = cut_lengths(totals, g);
   int64_t whole = kBeyond;
-  if (whole_floor(tiles, g) <= pour_best) {
-    whole_tiles(tiles, g, chosen);
+  const bool whole_may_win = whole_floor(totals, g) <= pour_best;
+  if (whole_may_win || !lengths.empty()) sort_by_length(tiles, g, scratch.by_length);
+  if (whole_may_win) {
+    whole_tiles(tiles, g, scratch.by_length, chosen);
     whole = chosen.score;
   }
   // A cut wins below both the best pour (a tie goes to the cut) and whole tiles (a tie goes to
   // whole tiles), and each later cut must beat the best so far.
   int64_t bound = std::min(pour_best, whole - 1), best_length = -1;
-  Scratch& scratch = thread_scratch();
   CutStyle best_style = CutStyle::kEqual;
-  for (int64_t length : cut_lengths(tiles, g)) {
-    if (cut_floor(tiles, length, g) > bound) continue;
+  for (int64_t length : lengths) {
+    if (cut_floor(tiles, scratch.by_length, length, g) > bound) continue;
     for (CutStyle style : {CutStyle::kEqual, CutStyle::kRemainder}) {
-      const int64_t score = cut_score(tiles, length, style, g, bound, scratch);
+      const int64_t score = cut_score(tiles, scratch.by_length, length, style, g, bound, scratch);
       if (score <= bound) bound = score - 1, best_length = length, best_style = style;
     }
   }
@@ -760,22 +830,22 @@ void fill_merge(const PlanInput& in, const std::vector<Tile>& tiles, const Chunk
   Scratch& scratch = thread_scratch();
   std::vector<MlaMergeRecord>& pieces = scratch.pieces;
   std::vector<int64_t>& costs = scratch.costs;
-  pieces.clear();
-  costs.clear();
-  pieces.reserve(piece_count);
-  costs.reserve(piece_count);
+  // Sized up front and filled by index: push_back was a call a piece (not inlined).
+  pieces.resize(piece_count);
+  costs.resize(piece_count);
+  size_t p = 0;
   for (size_t t = 0; t < tiles.size(); ++t) {
     const int chunks = chunking.chunks_per_tile[t];
     if (chunks < 2) continue;
-    for (int32_t offset = 0; offset < tiles[t].rows; offset += piece_rows) {
-      MlaMergeRecord& record = pieces.emplace_back();  // filled in place, as fill_item says
+    for (int32_t offset = 0; offset < tiles[t].rows; offset += piece_rows, ++p) {
+      MlaMergeRecord& record = pieces[p];  // filled in place, as fill_item says
       record.q_token_base = in.qo_indptr[tiles[t].request];
       record.packed_q_start = tiles[t].packed_start + offset;
       record.num_rows = std::min(piece_rows, tiles[t].rows - offset);
       record.partial_row_base = static_cast<int32_t>(partial_base[t] + offset);
       record.num_chunks = chunks;
       record.partial_stride = g.tile_rows;
-      costs.push_back(int64_t{record.num_rows} * chunks);
+      costs[p] = int64_t{record.num_rows} * chunks;
     }
   }
   Assignment& assignment = scratch.pieces_assignment;
