@@ -171,10 +171,9 @@ void sort_descending(std::vector<int64_t>& costs, LongestFirstScratch& scratch) 
 int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t room,
                               LongestFirstScratch& scratch) {
   if (costs.empty()) return room >= 0 ? 0 : kBeyond;
-  int64_t least = costs[0], largest = costs[0];
+  int64_t largest = costs[0];
   size_t over_half = 0;  // jobs above half the room
   for (const int64_t cost : costs) {
-    least = std::min(least, cost);
     largest = std::max(largest, cost);
     over_half += cost > room / 2;
   }
@@ -183,12 +182,7 @@ int64_t busiest_longest_first(std::vector<int64_t>& costs, int bins, int64_t roo
   if (costs.size() <= opened) return largest;  // one job a bin
   // More than `bins` jobs above half the room: two of them share a bin (see below).
   if (over_half > opened) return kBeyond;
-  if (costs.size() < kRadixMinValues) {
-    std::sort(costs.begin(), costs.end(), std::greater<int64_t>());
-  } else {
-    radix_sort(costs, scratch.values_buffer, static_cast<uint64_t>(largest - least),
-               [largest](int64_t cost) { return static_cast<uint64_t>(largest - cost); });
-  }
+  sort_descending(costs, scratch);
   return busiest_of_descending(costs, bins, room, scratch);
 }
 
