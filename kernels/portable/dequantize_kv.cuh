@@ -67,7 +67,7 @@ template <typename C, typename Ring>
 __device__ __forceinline__ void load_ckv_codes(const SmemMap<C>& sm, int stage, int i,
                                                uint32_t (&codes)[4], const ThreadRole& role) {
   const int q = role.tid + i * C::kThreads;
-  load_shared_16(Ring::ckv(sm, stage) + C::kCkvLandingOffset +
+  load_shared_16(Ring::ckv(sm, stage) + Ring::kCkvLanding +
                      Swizzle<C::kCkvLoadChunks>::byte_offset(q / C::kCkvLoadChunks, q % C::kCkvLoadChunks),
                  codes);
 }
@@ -93,7 +93,7 @@ __device__ __forceinline__ void dequantize_kv(const SmemMap<C>& sm, int stage, c
   const bool has_kpe = role.tid < kKpeCodeChunks;  // none under per-token scales: kpe is 16-bit
   const int kpe_row = role.tid / C::kKpeLoadChunks, kpe_chunk = role.tid % C::kKpeLoadChunks;
   if (has_kpe) {
-    load_shared_16(Ring::kpe_p(sm, stage) + C::kKpeLandingOffset +
+    load_shared_16(Ring::kpe_p(sm, stage) + Ring::kKpeLanding +
                        Swizzle<C::kKpeLoadChunks>::byte_offset(kpe_row, kpe_chunk),
                    kpe);
   }

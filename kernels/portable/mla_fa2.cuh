@@ -14,6 +14,8 @@
 //    rows 0-15, splitting the KV tile's columns in QK and the output dims in PV.
 //  - KV arrives through a NUM_STAGES-deep cp.async pipeline over the paged cache (KvRing). An
 //    e4m3 cache lands in the top half of its stage and is dequantized in place (dequantize_kv).
+//  - NarrowCodes (the same where the config has one stage, tier 3): codes in a ring of their
+//    own in Q's free rows, expanded a tile ahead into two 16-bit tiles (narrow_codes.cuh).
 //  - NarrowStreams (tiles of at most 16 rows over an e4m3 cache with per-tensor scales,
 //    narrow_streams.cuh): the two
 //    warpgroups take alternate KV tiles as two independent streams, read the codes and
@@ -23,6 +25,7 @@
 #include "portable/portable_config.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
+#include "portable/narrow_codes.cuh"
 #include "portable/narrow_rows.cuh"
 #include "portable/narrow_streams.cuh"
 #include "portable/pipeline.cuh"
@@ -37,15 +40,21 @@ __device__ __forceinline__ void attend_tile(const MlaParams& p, const SmemMap<C>
   const TileContext t = make_context<C>(p, item, role);
   if (t.rows <= 0) return;  // the second CTA of a pair whose tile is short
   __syncthreads();  // the previous item's output staging has been read
-  if (t.narrow) {
-    if constexpr (C::kNarrowStreams) {
-      attend_streams<C>(p, sm, t);
-    } else {
-      attend<C, NarrowRows<C>>(p, sm, t);
+  // Without NARROW_TILES no narrow layout is instantiated: its dead code moved the 64-row
+  // loop's register allocation.
+  if constexpr (C::kNarrowTiles) {
+    if (t.narrow) {
+      if constexpr (C::kNarrowStreams) {
+        attend_streams<C>(p, sm, t);
+      } else if constexpr (UsesNarrowCodes<C>::value) {
+        attend_codes<C>(p, sm, t);
+      } else {
+        attend<C, NarrowRows<C>>(p, sm, t);
+      }
+      return;
     }
-  } else {
-    attend<C, WideRows<C>>(p, sm, t);
   }
+  attend<C, WideRows<C>>(p, sm, t);
 }
 
 template <typename Config>

@@ -43,11 +43,15 @@ struct NarrowRing : KvRing<C> {
 // (0..7) owns KV columns [8 n, 8 n + 8) in QK (when n < kNarrowQkWarps) and output dims
 // [n CKV / 8, (n + 1) CKV / 8) in PV. The accumulator rows of a thread are lane / 4 and
 // lane / 4 + 8, in QK (m16n8 blocks) and in PV.
-template <typename C>
+// RING: where a tile's 16-bit stage lies (NarrowRing, or the expanded pair of NarrowCodes).
+template <typename C, typename RING>
 struct NarrowRows {
-  using Ring = NarrowRing<C>;
+  using Ring = RING;
   static constexpr int kQkN = 8;
   static constexpr int kQkBlocks = C::kNarrowQkN8;
+  // Accumulators Q K^T's k-steps take in turn: with one score block a warp's mmas would each
+  // wait for the one before (36 in a row at head dims 512/64), while most warps wait for it.
+  static constexpr int kQkChains = kQkBlocks >= 4 ? 1 : 4 / kQkBlocks;
   using Scores = float[kQkBlocks][QkBlock<kQkN>::kAccs];
   using State = SoftmaxState<C, C::kNarrowPvBlocks>;
   static constexpr int kLseRows = 2;

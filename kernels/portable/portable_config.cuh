@@ -297,6 +297,8 @@ struct TileContext : WorkTile {
 template <typename C>
 struct WideRows;
 template <typename C>
+struct NarrowRing;
+template <typename C, typename RING = NarrowRing<C>>
 struct NarrowRows;
 
 template <typename C>

@@ -7,23 +7,52 @@ namespace mlajit_kernel {
 
 // s += Q[16 rows from Rows::q_row0] . K[Rows::kQkBlocks blocks of kQkN tokens from
 // Rows::qk_col0]^T over one operand pair (q_pe / kpe or q_nope / ckv), ROW_CHUNKS 16-byte
-// chunks per row.
+// chunks per row. The k-steps go round Rows::kQkChains accumulators (summed at the end): a
+// warp with one score block would otherwise wait out each mma's latency in turn.
 template <typename C, typename Rows, int ROW_CHUNKS>
 __device__ __forceinline__ void accumulate_qk(typename Rows::Scores& s, uint32_t q_base,
                                               uint32_t k_base, const ThreadRole& role) {
   using Block = QkBlock<Rows::kQkN>;
+  constexpr int kSteps = ROW_CHUNKS / 2;
+  constexpr int kChains = Rows::kQkChains < kSteps ? Rows::kQkChains : kSteps;
   const FragmentAddress<ROW_CHUNKS> q_addr(Rows::q_row0(role) + role.lane % 16, role.lane / 16);
   const FragmentAddress<ROW_CHUNKS> k_addr(Rows::qk_col0(role) + Block::k_row(role.lane),
                                            Block::k_chunk(role.lane));
+  if constexpr (kChains == 1) {
 #pragma unroll
-  for (int step = 0; step < ROW_CHUNKS / 2; ++step) {
-    uint32_t a[4];
-    ldmatrix_x4(a, q_base + q_addr.step(step));
+    for (int step = 0; step < kSteps; ++step) {
+      uint32_t a[4];
+      ldmatrix_x4(a, q_base + q_addr.step(step));
 #pragma unroll
-    for (int b = 0; b < Rows::kQkBlocks; ++b) {
-      Block::template accumulate<typename C::MmaType>(
-          s[b], a, k_base + k_addr.step(step) + b * Rows::kQkN * ROW_CHUNKS * 16);
+      for (int b = 0; b < Rows::kQkBlocks; ++b) {
+        Block::template accumulate<typename C::MmaType>(
+            s[b], a, k_base + k_addr.step(step) + b * Rows::kQkN * ROW_CHUNKS * 16);
+      }
     }
+  } else {
+    typename Rows::Scores chain[kChains];
+#pragma unroll
+    for (int c = 0; c < kChains; ++c)
+#pragma unroll
+      for (int b = 0; b < Rows::kQkBlocks; ++b)
+#pragma unroll
+        for (int r = 0; r < Block::kAccs; ++r) chain[c][b][r] = 0.f;
+#pragma unroll
+    for (int step = 0; step < kSteps; ++step) {
+      uint32_t a[4];
+      ldmatrix_x4(a, q_base + q_addr.step(step));
+#pragma unroll
+      for (int b = 0; b < Rows::kQkBlocks; ++b) {
+        Block::template accumulate<typename C::MmaType>(
+            chain[step % kChains][b], a, k_base + k_addr.step(step) + b * Rows::kQkN * ROW_CHUNKS * 16);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < kChains; ++c)
+#pragma unroll
+      for (int b = 0; b < Rows::kQkBlocks; ++b)
+#pragma unroll
+        for (int r = 0; r < Block::kAccs; ++r) s[b][r] += chain[c][b][r];
   }
 }
 

@@ -16,6 +16,7 @@ struct WideRows {
   using Ring = KvRing<C>;
   static constexpr int kQkN = 16;
   static constexpr int kQkBlocks = C::kQkBlocks;
+  static constexpr int kQkChains = 1;  // kQkBlocks independent blocks already
   using Scores = float[kQkBlocks][QkBlock<kQkN>::kAccs];
   using State = SoftmaxState<C, C::kPvBlocks>;
   static constexpr int kLseRows = C::kPvRows;

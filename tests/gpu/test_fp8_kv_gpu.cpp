@@ -119,19 +119,21 @@ TEST_CASE("e4m3 KV: head dims 256/32, split and concatenated (288-wide)", "[gpu]
   check_fp8(joined);
 }
 
-// Narrow tiles over e4m3 on every tier: two code streams on tiers 1-2, codes expanded in a
-// ring with stages in Q's free rows on tier 3 (short requests: fewer tiles than stages).
+// Narrow tiles over e4m3 on every tier: two code streams on tiers 1-2, on tier 3 codes in a
+// ring of their own expanded a tile ahead (NarrowCodes; short requests: fewer tiles than
+// stages). One token of 16 heads in bf16, two of 8 in f16.
 TEST_CASE("e4m3 KV: narrow tiles on every tier forced", "[gpu][fp8]") {
   MLAJIT_REQUIRE_GPU();
   uint64_t seed = 2400;
   for (int tier : {1, 2, 3}) {
     for (int page : {1, 64}) {
       for (int q_len : {1, 2}) {
+        const DType dtype = q_len > 1 ? DType::kFloat16 : DType::kBFloat16;
         auto check = make_random_case("e4m3 narrow tier " + std::to_string(tier) + " page" +
                                           std::to_string(page) + " H" + std::to_string(16 / q_len) +
                                           " q" + std::to_string(q_len),
-                                      fp8_shape(16 / q_len, page, DType::kBFloat16, q_len > 1), 4,
-                                      q_len, 1, 1500, ++seed);
+                                      fp8_shape(16 / q_len, page, dtype, q_len > 1), 4, q_len, 1,
+                                      1500, ++seed);
         check.kv_lens[0] = 40;
         check.options.force_tier = tier;
         check_fp8(check);
