@@ -16,6 +16,17 @@ struct KvDequant {
   }
 };
 
+// Scores from raw code values: ckv factor * (q_nope . ckv) + kpe factor * (q_pe . kpe), into s
+// (which holds the ckv part; pe the kpe part), for layouts that keep the scales off the operands.
+template <int BLOCKS, int ACCS>
+__device__ __forceinline__ void scale_code_scores(float (&s)[BLOCKS][ACCS], const float (&pe)[BLOCKS][ACCS],
+                                                  const KvDequant& f) {
+#pragma unroll
+  for (int b = 0; b < BLOCKS; ++b)
+#pragma unroll
+    for (int r = 0; r < ACCS; ++r) s[b][r] = fmaf(s[b][r], f.ckv, pe[b][r] * f.kpe);
+}
+
 __device__ __forceinline__ void load_shared_16(uint32_t address, uint32_t (&v)[4]) {
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
@@ -29,14 +40,12 @@ __device__ __forceinline__ void store_shared_16(uint32_t address, uint32_t a, ui
                : "memory");
 }
 
-// The 16 values of e4m3 chunk `chunk` of a row, as 16-bit chunks 2 * chunk and 2 * chunk + 1
-// of that row. Lanes whose chunk has bit 2 set store the second one first, so that the 8 lanes
-// of a quarter warp (8 consecutive chunks of one row) hit 8 different bank slots.
-template <typename C, int ROW_CHUNKS>
-__device__ __forceinline__ void store_dequantized(uint32_t tile, int row, int chunk,
-                                                  const uint32_t (&codes)[4], float factor) {
-  uint32_t v[8];
-  dequantize_chunk<typename C::MmaType>(codes, factor, v);
+// 16 expanded values of e4m3 chunk `chunk` of a row (v: 8 words), as 16-bit chunks 2 * chunk
+// and 2 * chunk + 1 of that row. Lanes whose chunk has bit 2 set store the second one first, so
+// that the 8 lanes of a quarter warp (8 consecutive chunks of one row) hit 8 different bank
+// slots.
+template <int ROW_CHUNKS>
+__device__ __forceinline__ void store_expanded(uint32_t tile, int row, int chunk, const uint32_t (&v)[8]) {
   const bool swap = (chunk >> 2) & 1;
   const int first = 2 * chunk + (swap ? 1 : 0);
 #pragma unroll
@@ -45,6 +54,15 @@ __device__ __forceinline__ void store_dequantized(uint32_t tile, int row, int ch
     store_shared_16(tile + Swizzle<ROW_CHUNKS>::byte_offset(row, first + (swap ? -k : k)),
                     half ? v[4] : v[0], half ? v[5] : v[1], half ? v[6] : v[2], half ? v[7] : v[3]);
   }
+}
+
+// The 16 values of e4m3 chunk `chunk` of a row times `factor`, in MmaType (store_expanded).
+template <typename C, int ROW_CHUNKS>
+__device__ __forceinline__ void store_dequantized(uint32_t tile, int row, int chunk,
+                                                  const uint32_t (&codes)[4], float factor) {
+  uint32_t v[8];
+  dequantize_chunk<typename C::MmaType>(codes, factor, v);
+  store_expanded<ROW_CHUNKS>(tile, row, chunk, v);
 }
 
 // Dequantizes e4m3 chunk tid + i * kThreads of the stage's ckv codes into the 16-bit tile,

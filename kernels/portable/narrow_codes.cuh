@@ -1,35 +1,21 @@
 // NarrowCodes: narrow tiles (<= 16 rows) over an e4m3 cache with per-tensor scales where the
 // config has no code streams (one stage of 16-token tiles: tier 3, the sm_86/89/120-sized
 // shared memory). The codes land in a ring of their own and are expanded a tile ahead into one
-// of two 16-bit tiles, so that the expansion needs no barrier of its own and runs beside Q K^T,
-// which occupies only kNarrowQkWarps (2) of the 8 warps; expanded in place (NarrowRows over
-// NarrowRing) each tile cost two more barriers than a 16-bit one and ran 0.77x the bf16 speed.
+// of two 16-bit tiles, with no barrier of their own, beside Q K^T (which occupies only
+// kNarrowQkWarps, 2, of the 8 warps). They expand to their raw values in f16 (one conversion a
+// pair, exact), and the tile is computed in f16 (Fp16Compute: Q rounded to f16 once per item, P
+// in f16) with the scales on the fp32 scores and O, as the code streams do: dequantized to the
+// queries' type times the scale, a pair took six conversion-pipe instructions, and tier 3 ran
+// at 0.75x its bf16 speed (H100).
 //
 // Memory, all in what a narrow tile leaves free: expanded tile 0 is the config's stage, tile 1
 // the Q rows after the tile's 16, and the code stages the Q rows after those.
 #pragma once
+#include "common/fp8_fragments.cuh"
 #include "portable/narrow_rows.cuh"
 #include "portable/pipeline.cuh"
 
 namespace mlajit_kernel {
-
-// The rows of Q past the narrow tile's, and how many of them a buffer of BYTES takes in q_nope
-// (NopeRows) and in q_pe (PeRows).
-template <typename C>
-struct FreeQRows {
-  static constexpr int kQElemBytes = static_cast<int>(sizeof(typename C::QType));
-  static constexpr int kNopeRowBytes = C::kHeadDimCkv * kQElemBytes;
-  static constexpr int kPeRowBytes = C::kHeadDimKpe * kQElemBytes;
-  static constexpr int kRows = C::kQTile - C::kNarrowRows;
-  template <int BYTES>
-  struct NopeRows {
-    static constexpr int value = (BYTES + kNopeRowBytes - 1) / kNopeRowBytes;
-  };
-  template <int BYTES>
-  struct PeRows {
-    static constexpr int value = (BYTES + kPeRowBytes - 1) / kPeRowBytes;
-  };
-};
 
 // The two 16-bit tiles QK and PV read: 0 in the config's stage 0, 1 in the first free Q rows.
 template <typename C>
@@ -79,11 +65,10 @@ struct UsesNarrowCodes {
       C::kNarrowTiles && C::kFp8Kv && !C::kTokenScales && !C::kNarrowStreams && CodeRing<C>::kStages >= 3;
 };
 
-// Stage: expand_codes. Tile `tile`'s codes (code stage `stage`) into expanded tile `tile % 2`,
-// times the scales: each thread its chunks, no barrier (the codes stay where they are).
+// Stage: expand_codes. Tile `tile`'s codes (code stage `stage`) into expanded tile `tile % 2`
+// as their raw values in f16: each thread its chunks, no barrier (the codes stay where they are).
 template <typename C>
-__device__ __forceinline__ void expand_codes(const SmemMap<C>& sm, int stage, int tile, const KvDequant& f,
-                                             const ThreadRole& role) {
+__device__ __forceinline__ void expand_codes(const SmemMap<C>& sm, int stage, int tile, const ThreadRole& role) {
   using Codes = CodeRing<C>;
   constexpr int kCkvCodeChunks = C::kKvTile * C::kCkvLoadChunks;
   constexpr int kKpeCodeChunks = C::kKvTile * C::kKpeLoadChunks;
@@ -92,17 +77,58 @@ __device__ __forceinline__ void expand_codes(const SmemMap<C>& sm, int stage, in
   const uint32_t ckv = ExpandedPair<C>::ckv(sm, tile % 2), kpe = ExpandedPair<C>::kpe_p(sm, tile % 2);
 #pragma unroll
   for (int i = 0; i < kCkvCodeChunks / C::kThreads; ++i) {
-    uint32_t codes[4];
+    uint32_t codes[4], v[8];
     load_ckv_codes<C, Codes>(sm, stage, i, codes, role);
+    convert_chunk_f16(codes, v);
     const int q = role.tid + i * C::kThreads;
-    store_dequantized<C, C::kCkvChunks>(ckv, q / C::kCkvLoadChunks, q % C::kCkvLoadChunks, codes, f.ckv);
+    store_expanded<C::kCkvChunks>(ckv, q / C::kCkvLoadChunks, q % C::kCkvLoadChunks, v);
   }
   if (role.tid < kKpeCodeChunks) {
     const int row = role.tid / C::kKpeLoadChunks, chunk = role.tid % C::kKpeLoadChunks;
-    uint32_t codes[4];
+    uint32_t codes[4], v[8];
     load_shared_16(Codes::kpe_p(sm, stage) + Swizzle<C::kKpeLoadChunks>::byte_offset(row, chunk), codes);
-    store_dequantized<C, C::kKpeChunks>(kpe, row, chunk, codes, f.kpe);
+    convert_chunk_f16(codes, v);
+    store_expanded<C::kKpeChunks>(kpe, row, chunk, v);
   }
+}
+
+// The config a NarrowCodes tile computes in: C's, with f16 queries (the f16 mma over the raw
+// code values). Its shared storage is C's byte for byte.
+template <typename C>
+using Fp16Compute = MlaConfig<f16_t, typename C::KVType, typename C::OType, C::kHeadDimCkv, C::kHeadDimKpe,
+                              C::kStages, C::kKvTile, C::kQkShard, C::kQTile, C::kPageIdsAhead, C::kNarrowTiles>;
+
+// Stage: round_q_to_f16 (once per item, Q landed and visible; bf16 queries only). Rows 0-15 of
+// q_nope and q_pe to f16 in place (the swizzle moves whole chunks, so a chunk stays where it is).
+template <typename C, typename QType>
+__device__ __forceinline__ void round_q_to_f16(const SmemMap<C>& sm, const ThreadRole& role) {
+  if constexpr (Dtype16<QType>::kIsBf16) {
+    constexpr int kNopeChunks = C::kNarrowRows * C::kCkvChunks;
+    constexpr int kChunks = kNopeChunks + C::kNarrowRows * C::kKpeChunks;
+#pragma unroll 1
+    for (int i = role.tid; i < kChunks; i += C::kThreads) {
+      const uint32_t at = i < kNopeChunks ? sm.q_nope + 16 * i : sm.q_pe + 16 * (i - kNopeChunks);
+      uint32_t v[4];
+      load_shared_16(at, v);
+      store_shared_16(at, to_f16_pair<QType>(v[0]), to_f16_pair<QType>(v[1]), to_f16_pair<QType>(v[2]),
+                      to_f16_pair<QType>(v[3]));
+    }
+  }
+}
+
+// Stage: compute_qk over raw code values: ckv factor * (q_nope . ckv) + kpe factor * (q_pe . kpe).
+template <typename C, typename Rows>
+__device__ __forceinline__ void compute_code_qk(typename Rows::Scores& s, const SmemMap<C>& sm, int tile,
+                                                const KvDequant& f, const ThreadRole& role) {
+  using Block = QkBlock<Rows::kQkN>;
+  typename Rows::Scores pe;
+#pragma unroll
+  for (int b = 0; b < Rows::kQkBlocks; ++b)
+#pragma unroll
+    for (int r = 0; r < Block::kAccs; ++r) s[b][r] = pe[b][r] = 0.f;
+  accumulate_qk<C, Rows, C::kKpeChunks>(pe, sm.q_pe, Rows::Ring::kpe_p(sm, tile), role);
+  accumulate_qk<C, Rows, C::kCkvChunks>(s, sm.q_nope, Rows::Ring::ckv(sm, tile), role);
+  scale_code_scores(s, pe, f);
 }
 
 // The KV loop of a narrow tile over codes. Iteration `tile` begins at the barrier after which
@@ -110,29 +136,30 @@ __device__ __forceinline__ void expand_codes(const SmemMap<C>& sm, int stage, in
 // tile's expansion emptied) and tile's expansion is visible; it expands tile + 1 into the other
 // 16-bit tile, freed by the previous iteration's P V, while two warps compute tile's Q K^T.
 template <typename C>
-__device__ __forceinline__ void attend_codes(const MlaParams& p, const SmemMap<C>& sm, const TileContext& t) {
-  using Rows = NarrowRows<C, ExpandedPair<C>>;
-  using Codes = CodeRing<C>;
+__device__ __forceinline__ void attend_codes(const MlaParams& p, const SmemMap<C>& sm_c, const TileContext& t) {
+  using F = Fp16Compute<C>;
+  using Rows = NarrowRows<F, ExpandedPair<F>>;
+  using Codes = CodeRing<F>;
+  const SmemMap<F> sm = SmemMap<F>::of(sm_c);
   const ThreadRole role = ThreadRole::make_fresh();
   typename Rows::State st;
   st.init();
-  KvPageIds<C> ids{0};
+  KvPageIds<F> ids{0};
   if (t.num_tiles > 0) {
-    start_pipeline<C, Codes>(p, sm, t, role);
-    ids = first_page_ids<C, Codes>(p, t, role);
-    advance_pipeline<C, Codes>(p, sm, t, role, 0, ids);
-    expand_codes<C>(sm, Codes::stage_of(role, 0), 0, KvDequant::make(p), role);
+    start_pipeline<F, Codes>(p, sm, t, role);
+    ids = first_page_ids<F, Codes>(p, t, role);
+    advance_pipeline<F, Codes>(p, sm, t, role, 0, ids);  // Q and tile 0's codes landed
+    round_q_to_f16<F, typename C::QType>(sm, role);
+    expand_codes<F>(sm, Codes::stage_of(role, 0), 0, role);
   }
 #pragma unroll 1
   for (int tile = 0; tile < t.num_tiles; ++tile) {
-    advance_pipeline<C, Codes>(p, sm, t, role, tile + 1, ids);
-    if (tile + 1 < t.num_tiles) {
-      expand_codes<C>(sm, Codes::stage_of(role, tile + 1), tile + 1, KvDequant::make(p), role);
-    }
+    advance_pipeline<F, Codes>(p, sm, t, role, tile + 1, ids);
+    if (tile + 1 < t.num_tiles) expand_codes<F>(sm, Codes::stage_of(role, tile + 1), tile + 1, role);
     typename Rows::Scores s;
     if (Rows::computes_scores(role)) {
-      compute_qk<C, Rows>(s, sm, tile % 2, role);
-      if (tile_needs_mask<C>(t, tile)) mask_scores<C, Rows>(s, t, tile, role);
+      compute_code_qk<F, Rows>(s, sm, tile % 2, KvDequant::make(p), role);
+      if (tile_needs_mask<F>(t, tile)) mask_scores<F, Rows>(s, t, tile, role);
     }
     Rows::update_softmax_state(s, st, sm, tile % 2, p.sm_scale_log2, role);
     Rows::compute_pv(s, st, sm, tile % 2, role);
@@ -140,7 +167,13 @@ __device__ __forceinline__ void attend_codes(const MlaParams& p, const SmemMap<C
   cp_async_wait<0>();
   float lse[Rows::kLseRows];
   Rows::normalize(st, sm, p.sm_scale_log2, lse, role);
-  write_output<C, Rows>(p, st, lse, sm, t, role);
+  // P V summed raw ckv values: O takes the ckv factor here.
+  const float ckv_factor = KvDequant::make(p).ckv;
+#pragma unroll
+  for (int b = 0; b < Rows::kOutDimBlocks; ++b)
+#pragma unroll
+    for (int r = 0; r < 8; ++r) st.o[b][r] *= ckv_factor;
+  write_output<F, Rows>(p, st, lse, sm, t, role);
 }
 
 }  // namespace mlajit_kernel

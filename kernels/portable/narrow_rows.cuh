@@ -5,6 +5,24 @@
 
 namespace mlajit_kernel {
 
+// The rows of Q past the narrow tile's, and how many of them a buffer of BYTES takes in q_nope
+// (NopeRows) and in q_pe (PeRows).
+template <typename C>
+struct FreeQRows {
+  static constexpr int kQElemBytes = static_cast<int>(sizeof(typename C::QType));
+  static constexpr int kNopeRowBytes = C::kHeadDimCkv * kQElemBytes;
+  static constexpr int kPeRowBytes = C::kHeadDimKpe * kQElemBytes;
+  static constexpr int kRows = C::kQTile - C::kNarrowRows;
+  template <int BYTES>
+  struct NopeRows {
+    static constexpr int value = (BYTES + kNopeRowBytes - 1) / kNopeRowBytes;
+  };
+  template <int BYTES>
+  struct PeRows {
+    static constexpr int value = (BYTES + kPeRowBytes - 1) / kPeRowBytes;
+  };
+};
+
 // The KV ring of narrow tiles: the config's stages, then kQStages more in the rows of Q that a
 // narrow tile leaves empty (rows kNarrowRows.. of q_nope for the ckv tiles, of q_pe for the
 // kpe / P tiles). On the small tiers, whose one or two stages hide little of a tile's copy,
@@ -14,12 +32,11 @@ namespace mlajit_kernel {
 template <typename C>
 struct NarrowRing : KvRing<C> {
  private:
-  static constexpr int kFreeRows = C::kQTile - C::kNarrowRows;
-  static constexpr int kQElemBytes = static_cast<int>(sizeof(typename C::QType));
-  static constexpr int kNopeRowBytes = C::kHeadDimCkv * kQElemBytes;
-  static constexpr int kPeRowBytes = C::kHeadDimKpe * kQElemBytes;
-  static constexpr int kCkvFit = kFreeRows * kNopeRowBytes / C::kCkvStageBytes;
-  static constexpr int kKpeFit = kFreeRows * kPeRowBytes / C::kKpePStageBytes;
+  using Q = FreeQRows<C>;
+  static constexpr int kNopeRowBytes = Q::kNopeRowBytes;
+  static constexpr int kPeRowBytes = Q::kPeRowBytes;
+  static constexpr int kCkvFit = Q::kRows * kNopeRowBytes / C::kCkvStageBytes;
+  static constexpr int kKpeFit = Q::kRows * kPeRowBytes / C::kKpePStageBytes;
 
  public:
   static constexpr int kQStages = C::kTokenScales ? 0 : (kCkvFit < kKpeFit ? kCkvFit : kKpeFit);

@@ -91,10 +91,7 @@ struct NarrowStreams {
       for (int r = 0; r < kAccs; ++r) s[b][r] = pe[b][r] = 0.f;
     accumulate_qk<C::kKpeChunks, C::kKpeLoadChunks>(pe, sm.q_pe, Ring::kpe_p(sm, stage), role);
     accumulate_qk<C::kCkvChunks, C::kCkvLoadChunks>(s, sm.q_nope, Ring::ckv(sm, stage), role);
-#pragma unroll
-    for (int b = 0; b < kQkBlocks; ++b)
-#pragma unroll
-      for (int r = 0; r < kAccs; ++r) s[b][r] = fmaf(s[b][r], f.ckv, pe[b][r] * f.kpe);
+    scale_code_scores(s, pe, f);
   }
 
   // Stage: update_softmax_state. Row maxima over the stream's warps, rescale of O and the row

@@ -223,6 +223,24 @@ struct SmemMap {
     return m;
   }
 
+  // The same storage seen by a config of the same layout (NarrowCodes computes in f16).
+  template <typename D>
+  __device__ __forceinline__ static SmemMap of(const SmemMap<D>& other) {
+    static_assert(C::kSmemBytes == D::kSmemBytes && C::kCkvStageBytes == D::kCkvStageBytes &&
+                      C::kKpePStageBytes == D::kKpePStageBytes,
+                  "the two configs lay out shared memory alike");
+    SmemMap m;
+    m.q_nope = other.q_nope;
+    m.q_pe = other.q_pe;
+    m.ckv0 = other.ckv0;
+    m.kpe_p0 = other.kpe_p0;
+    m.o = other.o;
+    m.scales0 = other.scales0;
+    m.row_exchange = other.row_exchange;
+    m.token_scales = other.token_scales;
+    return m;
+  }
+
   __device__ __forceinline__ uint32_t ckv(int stage) const { return ckv0 + stage * C::kCkvStageBytes; }
   __device__ __forceinline__ uint32_t kpe_p(int stage) const { return kpe_p0 + stage * C::kKpePStageBytes; }
   __device__ __forceinline__ uint32_t scales(int stage) const { return scales0 + stage * C::kScaleStageBytes; }

@@ -10,6 +10,7 @@
 # build/tests/plan_cost and the old commit's plan_cost (old_plan_cost) beside it; the kernels
 # before NarrowCodes in carry/gpu/old/kernels.
 # Device call, carry ["carry/gpu"]: bash carry/gpu/narrow-codes-sitting.sh. Writes $OUT/c.txt, $OUT/c.tgz.
+# Rerun for the f16 expansion (old = 5eafd8c's kernels, NO_PLAN=1: no plan_cost rounds).
 cd "$(dirname "$0")"; source ./sitting-lib.sh; begin_sitting c
 B=prefix/bin/mlajit
 step fp8 150 env MLAJIT_TEST_KERNEL=portable MLAJIT_CACHE_DIR=$g/uc ./mlajit_gpu_tests "[fp8]"
@@ -19,11 +20,12 @@ step race_fp8 90 env MLAJIT_TEST_KERNEL=portable MLAJIT_CACHE_DIR=$g/uc compute-
 step verify 60 env MLAJIT_CACHE_DIR=$g/uc $B verify --kernel portable
 S=(--shape 16,128,16384,64 --shape 16,128,4096,64 --shape 16,128,4096,1 --shape 16,16,4096,64
    --shape 8,128,4096,64,2,1 --shape 16,1,1024,64)
-for r in 0 1; do
+for r in ${ROUNDS-0 1}; do
   for v in $( ((r % 2)) && echo "old main" || echo "main old"); do
     step b_${v}_e4m3_r$r 90 env $(kenv $v) $B bench --kernel portable --tier 3 --kv-dtype e4m3 "${S[@]}" --csv $C/b_e4m3_${v}_r$r.csv
   done
   step b_main_bf16_r$r 90 env $(kenv main) $B bench --kernel portable --tier 3 --kv-dtype bf16 "${S[@]}" --csv $C/b_e4m3_bf16_r$r.csv
+  [[ -n ${NO_PLAN:-} ]] && continue
   for v in $( ((r % 2)) && echo "old_plan_cost plan_cost" || echo "plan_cost old_plan_cost"); do
     step ${v}_r$r 60 ./$v 500
     tail -17 $L/${v}_r$r.txt | sed "s/^/$v r$r /" >> $log
