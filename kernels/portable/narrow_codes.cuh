@@ -24,10 +24,10 @@ struct ExpandedPair {
   static constexpr int kNopeRows = Q::template NopeRows<C::kCkvStageBytes>::value;
   static constexpr int kPeRows = Q::template PeRows<C::kKpePStageBytes>::value;
   __device__ __forceinline__ static uint32_t ckv(const SmemMap<C>& sm, int tile) {
-    return tile == 0 ? sm.ckv(0) : sm.q_nope + C::kNarrowRows * Q::kNopeRowBytes;
+    return tile == 0 ? sm.ckv(0) : Q::nope_row(sm, C::kNarrowRows);
   }
   __device__ __forceinline__ static uint32_t kpe_p(const SmemMap<C>& sm, int tile) {
-    return tile == 0 ? sm.kpe_p(0) : sm.q_pe + C::kNarrowRows * Q::kPeRowBytes;
+    return tile == 0 ? sm.kpe_p(0) : Q::pe_row(sm, C::kNarrowRows);
   }
 };
 
@@ -50,10 +50,10 @@ struct CodeRing : KvRing<C> {
 
   __device__ __forceinline__ static int stage_of(const ThreadRole&, int tile) { return tile % kStages; }
   __device__ __forceinline__ static uint32_t ckv(const SmemMap<C>& sm, int stage) {
-    return sm.q_nope + (C::kNarrowRows + ExpandedPair<C>::kNopeRows + stage * kNopeRows) * Q::kNopeRowBytes;
+    return Q::nope_row(sm, C::kNarrowRows + ExpandedPair<C>::kNopeRows + stage * kNopeRows);
   }
   __device__ __forceinline__ static uint32_t kpe_p(const SmemMap<C>& sm, int stage) {
-    return sm.q_pe + (C::kNarrowRows + ExpandedPair<C>::kPeRows + stage * kPeRows) * Q::kPeRowBytes;
+    return Q::pe_row(sm, C::kNarrowRows + ExpandedPair<C>::kPeRows + stage * kPeRows);
   }
 };
 

@@ -21,6 +21,13 @@ struct FreeQRows {
   struct PeRows {
     static constexpr int value = (BYTES + kPeRowBytes - 1) / kPeRowBytes;
   };
+  // Where row `row` of q_nope / q_pe lies (rows kNarrowRows.. are the free ones).
+  __device__ __forceinline__ static uint32_t nope_row(const SmemMap<C>& sm, int row) {
+    return sm.q_nope + row * kNopeRowBytes;
+  }
+  __device__ __forceinline__ static uint32_t pe_row(const SmemMap<C>& sm, int row) {
+    return sm.q_pe + row * kPeRowBytes;
+  }
 };
 
 // The KV ring of narrow tiles: the config's stages, then kQStages more in the rows of Q that a
@@ -33,10 +40,8 @@ template <typename C>
 struct NarrowRing : KvRing<C> {
  private:
   using Q = FreeQRows<C>;
-  static constexpr int kNopeRowBytes = Q::kNopeRowBytes;
-  static constexpr int kPeRowBytes = Q::kPeRowBytes;
-  static constexpr int kCkvFit = Q::kRows * kNopeRowBytes / C::kCkvStageBytes;
-  static constexpr int kKpeFit = Q::kRows * kPeRowBytes / C::kKpePStageBytes;
+  static constexpr int kCkvFit = Q::kRows * Q::kNopeRowBytes / C::kCkvStageBytes;
+  static constexpr int kKpeFit = Q::kRows * Q::kPeRowBytes / C::kKpePStageBytes;
 
  public:
   static constexpr int kQStages = C::kTokenScales ? 0 : (kCkvFit < kKpeFit ? kCkvFit : kKpeFit);
@@ -47,12 +52,12 @@ struct NarrowRing : KvRing<C> {
   __device__ __forceinline__ static uint32_t ckv(const SmemMap<C>& sm, int stage) {
     if constexpr (kQStages == 0) return sm.ckv(stage);
     return stage < C::kStages ? sm.ckv(stage)
-                              : sm.q_nope + C::kNarrowRows * kNopeRowBytes + (stage - C::kStages) * C::kCkvStageBytes;
+                              : Q::nope_row(sm, C::kNarrowRows) + (stage - C::kStages) * C::kCkvStageBytes;
   }
   __device__ __forceinline__ static uint32_t kpe_p(const SmemMap<C>& sm, int stage) {
     if constexpr (kQStages == 0) return sm.kpe_p(stage);
     return stage < C::kStages ? sm.kpe_p(stage)
-                              : sm.q_pe + C::kNarrowRows * kPeRowBytes + (stage - C::kStages) * C::kKpePStageBytes;
+                              : Q::pe_row(sm, C::kNarrowRows) + (stage - C::kStages) * C::kKpePStageBytes;
   }
 };
 
