@@ -59,6 +59,13 @@ int32_t split_copies(const mlajit::family::KernelRunParams& params) {
   return split;
 }
 
+int32_t box_tokens(const mlajit::family::KernelRunParams& params) {
+  int32_t tokens = -1;
+  std::memcpy(&tokens, params.bytes.data() + offsetof(mlajit_kernel::HopperTma, box_tokens),
+              sizeof(tokens));
+  return tokens;
+}
+
 int32_t tma_enabled(const mlajit::family::KernelRunParams& params) {
   int32_t enabled = -1;
   std::memcpy(&enabled, params.bytes.data() + offsetof(mlajit_kernel::HopperTma, enabled),
@@ -162,7 +169,7 @@ TEST_CASE("hopper refuses spec texts its kernel cannot take, naming the field") 
   CHECK(contains(check_refusal(small, ErrorCode::kUnsupported), "ckv=512 kpe=64 only"));
 }
 
-TEST_CASE("hopper's second parameter holds TMA maps for whole-tile pages and none otherwise") {
+TEST_CASE("hopper's second parameter holds TMA maps for pages of whole tiles or whole pages per tile, none otherwise") {
   const KernelSpec spec = hopper().spec_for(MlaShape{}, profile_target("sm_90"), MlaOptions{});
   MlaShape shape;
   for (int page : {64, 128, 256}) {
@@ -177,6 +184,7 @@ TEST_CASE("hopper's second parameter holds TMA maps for whole-tile pages and non
     CHECK(ckv.dims == std::vector<uint64_t>{512, static_cast<uint64_t>(page), uint64_t{1} << 31});
     CHECK(ckv.strides == std::vector<uint64_t>{1152, 1152 * static_cast<uint64_t>(page)});
     CHECK(ckv.box == std::vector<uint32_t>{64, 64, 1});
+    CHECK(box_tokens(params) == 64);
     const auto& kpe = params.tensor_maps[1];
     CHECK(kpe.offset == offsetof(mlajit_kernel::HopperTma, kpe));
     CHECK(kpe.dims[0] == 64);
@@ -184,11 +192,26 @@ TEST_CASE("hopper's second parameter holds TMA maps for whole-tile pages and non
               static_cast<const char*>(ckv.global_address) ==
           1024);
   }
-  for (int page : {1, 16, 32, 96}) {  // pages that do not hold whole 64-token tiles
+  for (int page : {16, 32}) {  // whole pages per tile: a box per page
+    shape.page_size = page;
+    const auto params = hopper().run_params(shape, spec, concatenated_cache(page));
+    INFO("page " << page);
+    CHECK(tma_enabled(params) == 1);
+    CHECK(box_tokens(params) == page);
+    REQUIRE(params.tensor_maps.size() == 2);
+    CHECK(params.tensor_maps[0].dims ==
+          std::vector<uint64_t>{512, static_cast<uint64_t>(page), uint64_t{1} << 31});
+    CHECK(params.tensor_maps[0].box == std::vector<uint32_t>{64, static_cast<uint32_t>(page), 1});
+    CHECK(params.tensor_maps[1].box == std::vector<uint32_t>{64, static_cast<uint32_t>(page), 1});
+  }
+  // Pages too small for a box each (the copy engine's pace per box), and pages that neither
+  // hold whole tiles nor divide them: the gather.
+  for (int page : {1, 2, 8, 24, 48, 96}) {
     shape.page_size = page;
     const auto params = hopper().run_params(shape, spec, concatenated_cache(page));
     INFO("page " << page);
     CHECK(tma_enabled(params) == 0);
+    CHECK(box_tokens(params) == 0);
     CHECK(params.tensor_maps.empty());
   }
   shape.page_size = 64;
@@ -220,8 +243,11 @@ TEST_CASE("hopper splits its KV copies between TMA and cp.async at 16 heads or f
     CHECK(split_copies(params) == (heads <= 16 ? 1 : 0));
   }
   shape.num_heads = 16;
-  shape.page_size = 16;  // no TMA: the gather copies everything, nothing to split
-  CHECK(split_copies(hopper().run_params(shape, spec, concatenated_cache(16))) == 0);
+  for (int page : {16, 24}) {  // a box per page, or the gather: nothing to split
+    shape.page_size = page;
+    INFO("page " << page);
+    CHECK(split_copies(hopper().run_params(shape, spec, concatenated_cache(page))) == 0);
+  }
 }
 
 TEST_CASE("the hopper kernel compiles with NVRTC for sm_90a in every fleet shape") {

@@ -206,17 +206,16 @@ namespace mlajit {
 // synccheck): hidden from the default run, selected with the tag.
 TEST_CASE("one small shape per tier and launch path", "[.sanitize]") {
   MLAJIT_REQUIRE_GPU();
-  // A family without tiers (hopper) runs two rounds instead: pages of 16 tokens (its gather
-  // path) and of 64 (its TMA path).
+  // A family without tiers (hopper) runs three rounds instead: pages of 16 tokens (its TMA
+  // box per page), of 64 (a box per tile) and of 24 (its gather).
   const char* family = testing::family_under_test();
   const bool tiered = family == nullptr || std::string(family) == "portable";
   uint64_t seed = 1000;
   for (int tier : {1, 2, 3}) {
-    if (!tiered && tier == 3) continue;
     for (bool two_launch : {false, true}) {
       MlaShape shape;
       shape.num_heads = 16;
-      shape.page_size = !tiered && tier == 2 ? 64 : 16;
+      shape.page_size = tiered || tier == 1 ? 16 : tier == 2 ? 64 : 24;
       shape.causal = true;
       const std::string round = tiered ? "tier " + std::to_string(tier)
                                        : "page " + std::to_string(shape.page_size);
@@ -303,7 +302,8 @@ TEST_CASE("the hopper family on compute capability 9.0: TMA pages and gathered p
     return;
   }
   uint64_t seed = 1100;
-  for (int page : {1, 16, 64, 128}) {
+  // Pages of 64 and 128: a TMA box a tile; 16 and 32: a box per page; the rest the gather.
+  for (int page : {1, 2, 4, 8, 16, 24, 32, 48, 64, 128}) {
     for (int heads : {16, 128}) {
       auto check = make_random_case("kernel=hopper H" + std::to_string(heads) + " page" +
                                         std::to_string(page),

@@ -1,5 +1,6 @@
 #include "family/hopper/hopper_family.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +30,12 @@ constexpr int kMinAutoHeads = 32;
 // Also the head count, with whole-tile pages, from which `auto` picks this family (16: the
 // one measured below 32).
 constexpr int kMaxSplitCopyHeads = 16;
+// The smallest page the TMA path copies as a box per page (pages dividing the 64-token tile);
+// smaller ones, and pages that neither divide nor hold whole tiles, take the cp.async gather.
+// H100, 128 heads B=64 L=4096 (docs/PERF.md, 2026-12-07c): boxes per page against the gather
+// 0.93x the time at page 32, 0.985x at 16, but 1.29x at 8, 2.1x at 4 and 6.6x at page 1 (576
+// boxes a tile: the copy engine's pace per box, not the bytes, sets the tile's).
+constexpr int kMinBoxTokens = 16;
 // The tile config every hopper spec states (the spec text has one for every family).
 const TileConfig kTile{kStages, kTileTokens, false, kRows};
 
@@ -129,8 +136,9 @@ class HopperFamily final : public KernelFamily {
   }
 
   // The kernel's HopperTma: tensor maps of the cache as [page][token][column] when every
-  // 64-token tile lies inside one page (the planner starts chunks on multiples of the tile),
-  // else none: the kernel gathers the tiles with cp.async.
+  // 64-token tile lies inside one page or is made of whole pages (the planner starts chunks on
+  // multiples of the tile): a box of 64 tokens, or one per page; else none: the kernel gathers
+  // the tiles with cp.async.
   KernelRunParams run_params(const MlaShape& shape, const KernelSpec& spec,
                              const MlaRunArgs& args) const override {
     KernelRunParams params;
@@ -140,11 +148,16 @@ class HopperFamily final : public KernelFamily {
     // them on the way into the stages), never by TMA.
     const int32_t enabled =
         spec.kv_dtype != DType::kFloat8E4M3 && tma_fits(shape, spec, args, element) ? 1 : 0;
-    const int32_t split_copies = enabled && shape.num_heads <= kMaxSplitCopyHeads ? 1 : 0;
-    std::memcpy(params.bytes.data() + offsetof(mlajit_kernel::HopperTma, enabled), &enabled,
-                sizeof(enabled));
-    std::memcpy(params.bytes.data() + offsetof(mlajit_kernel::HopperTma, split_copies),
-                &split_copies, sizeof(split_copies));
+    const int32_t box_tokens = std::min(shape.page_size, kTileTokens);
+    // The split copy's cp.async share reads one page a tile: pages of whole tiles only.
+    const int32_t split_copies =
+        enabled && shape.num_heads <= kMaxSplitCopyHeads && box_tokens == kTileTokens ? 1 : 0;
+    auto put = [&](size_t offset, int32_t value) {
+      std::memcpy(params.bytes.data() + offset, &value, sizeof(value));
+    };
+    put(offsetof(mlajit_kernel::HopperTma, enabled), enabled);
+    put(offsetof(mlajit_kernel::HopperTma, split_copies), split_copies);
+    put(offsetof(mlajit_kernel::HopperTma, box_tokens), enabled ? box_tokens : 0);
     if (!enabled) return params;
     // The page count is not known to run(): the map allows any page id (the ids were checked
     // by the caller, or by plan() with validate_kv_indices).
@@ -158,7 +171,7 @@ class HopperFamily final : public KernelFamily {
       request.dims = {static_cast<uint64_t>(columns), static_cast<uint64_t>(shape.page_size), pages};
       request.strides = {static_cast<uint64_t>(stride_token) * element,
                          static_cast<uint64_t>(stride_page) * element};
-      request.box = {64, static_cast<uint32_t>(kTileTokens), 1};
+      request.box = {64, static_cast<uint32_t>(box_tokens), 1};
       return request;
     };
     params.tensor_maps = {
@@ -169,13 +182,16 @@ class HopperFamily final : public KernelFamily {
     return params;
   }
 
-  // Whether TMA boxes can copy the tiles: whole tiles per page, and the layout rules of a
+  // Whether TMA boxes can copy the tiles: whole tiles per page or whole pages per tile (of
+  // kMinBoxTokens or more), and the layout rules of a
   // tensor map (16-byte aligned base and strides, rows no longer than the token stride, pages
   // no longer than the page stride); the run arguments were validated already, these hold
   // for every layout but exotic ones, which the gather serves.
   static bool tma_fits(const MlaShape& shape, const KernelSpec& spec, const MlaRunArgs& args,
                        uint64_t element) {
-    if (shape.page_size % kTileTokens != 0) return false;
+    const bool whole_tiles = shape.page_size % kTileTokens == 0;
+    const bool whole_pages = kTileTokens % shape.page_size == 0 && shape.page_size >= kMinBoxTokens;
+    if (!whole_tiles && !whole_pages) return false;
     auto fits = [&](const void* base, int columns, int64_t stride_page, int64_t stride_token) {
       const uint64_t token = stride_token * element, page = stride_page * element;
       return reinterpret_cast<uintptr_t>(base) % 16 == 0 && token % 16 == 0 && page % 16 == 0 &&
