@@ -21,6 +21,15 @@ __device__ __forceinline__ void cp_async_16(uint32_t smem_dst, const void* globa
                : "memory");
 }
 
+// The same with an L2 cache policy (createpolicy), e.g. evict-first for data read once.
+__device__ __forceinline__ void cp_async_16(uint32_t smem_dst, const void* global_src, bool valid,
+                                            uint64_t policy) {
+  const uint32_t src_bytes = valid ? 16u : 0u;
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(smem_dst),
+               "l"(global_src), "r"(src_bytes), "l"(policy)
+               : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }

@@ -124,7 +124,9 @@ __device__ __forceinline__ void load_kv_tma_pages(const HopperTma& tma, const Ho
 // Stage: load_kv (producer warpgroup), gather: token t of the request is slot t % page_size of
 // page kv_indices[kv_page_base + t / page_size]. Rows at or past kv_stop are zero-filled, so
 // that masked scores meet zeros, never stale values that could make 0 * x a NaN. Token half
-// `half` of the tile; the caller arrives on the stage barrier once both are issued.
+// `half` of the tile; the caller arrives on the stage barrier once both are issued. Evict-first
+// in L2, as the TMA copies: the KV is read once, the query tiles and partial rows again (H100,
+// 128 heads: pages 1-24 3% faster).
 template <typename C>
 __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperSmem<C>& sm,
                                                const HopperTile& t, const NextPages<C>& pages,
@@ -132,6 +134,7 @@ __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperS
   using KVType = typename C::KVType;
   const int lane8 = index % 8;
   const uint32_t dst = sm.kv(stage);
+  const uint64_t policy = l2_evict_first_policy();
   constexpr int kPasses = GatherRows<C>::kPassesPerHalf;
 #pragma unroll
   for (int pass = half * kPasses; pass < (half + 1) * kPasses; ++pass) {
@@ -146,7 +149,7 @@ __device__ __forceinline__ void load_kv_gather(const MlaParams& p, const HopperS
 #pragma unroll
     for (int region = 0; region < C::kRegions; ++region) {
       const KVType* src = region < C::kKpeRegion ? ckv + region * 64 : kpe;
-      cp_async_16(dst + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, valid);
+      cp_async_16(dst + C::Tile::chunk_offset(region, row, lane8), src + lane8 * 8, valid, policy);
     }
   }
 }
