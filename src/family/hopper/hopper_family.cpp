@@ -183,10 +183,10 @@ class HopperFamily final : public KernelFamily {
   }
 
   // Whether TMA boxes can copy the tiles: whole tiles per page or whole pages per tile (of
-  // kMinBoxTokens or more), and the layout rules of a
-  // tensor map (16-byte aligned base and strides, rows no longer than the token stride, pages
-  // no longer than the page stride); the run arguments were validated already, these hold
-  // for every layout but exotic ones, which the gather serves.
+  // kMinBoxTokens or more), and the layout rules of a tensor map (16-byte aligned base and
+  // strides, rows no longer than the token stride, pages no longer than the page stride); the
+  // run arguments were validated already, these hold for every layout but exotic ones, which
+  // the gather serves.
   static bool tma_fits(const MlaShape& shape, const KernelSpec& spec, const MlaRunArgs& args,
                        uint64_t element) {
     const bool whole_tiles = shape.page_size % kTileTokens == 0;
