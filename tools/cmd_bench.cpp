@@ -28,6 +28,7 @@ struct BenchArgs {
   int q_len = 0;
   int tier = 0;
   bool batch_invariant = false;
+  bool two_launch = false;
   int iterations = 30;
   int warmup = 5;
   int device = 0;
@@ -102,14 +103,20 @@ std::vector<MlaBenchShape> bench_shapes(const BenchArgs& args, const CLI::App& a
     if (app.count("--qlen")) shape.q_len = args.q_len;
     if (app.count("--tier")) shape.force_tier = args.tier;
     if (args.batch_invariant) shape.batch_invariant = true;
+    if (args.two_launch) shape.two_launch = true;
   }
   return shapes;
 }
 
+// A labelled shape (ragged, top-k) says its label and the plan's modifiers only.
 std::string variant_of(const MlaBenchShape& shape) {
-  if (!shape.label.empty()) return shape.batch_invariant ? shape.label + " invariant" : shape.label;
-  std::string variant;
+  std::string variant = shape.label;
   auto add = [&](const std::string& word) { variant += (variant.empty() ? "" : " ") + word; };
+  if (!shape.label.empty()) {
+    if (shape.batch_invariant) add("invariant");
+    if (shape.two_launch) add("two-launch");
+    return variant;
+  }
   if (shape.dtype == DType::kFloat16) add("fp16");
   if (shape.kv_dtype && *shape.kv_dtype != shape.dtype) {
     add(std::string("kv ") + dtype_name(*shape.kv_dtype));
@@ -118,6 +125,7 @@ std::string variant_of(const MlaBenchShape& shape) {
   if (shape.causal) add("causal");
   if (shape.force_tier) add("tier" + std::to_string(shape.force_tier));
   if (shape.batch_invariant) add("invariant");
+  if (shape.two_launch) add("two-launch");
   return variant;
 }
 
@@ -361,6 +369,9 @@ Command add_bench_command(CLI::App& parent) {
   app->add_flag("--batch-invariant", args->batch_invariant,
                 "plan every shape batch-invariantly (MlaOptions::batch_invariant: each request's "
                 "KV cut at multiples of 2048 tokens from its own start), to see what it costs");
+  app->add_flag("--two-launch", args->two_launch,
+                "merge split tiles in a second launch instead of behind a grid barrier "
+                "(MlaOptions::force_two_launch), to compare the two paths");
   app->add_option("--iterations", args->iterations, "timed launches per shape (median reported)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

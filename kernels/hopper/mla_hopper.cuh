@@ -28,6 +28,7 @@
 // planner, workspace and merge are shared.
 #pragma once
 #include "hopper/hopper_config.cuh"
+#include "common/dependent_launch.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
 #include "hopper/load_kv_codes.cuh"
@@ -198,6 +199,7 @@ template <typename C>
 __device__ __forceinline__ void merge_phase(const MlaParams& params, unsigned char* dynamic_smem) {
   static_assert(C::kTileBytes >= kMergeScratchBytes<C::kThreads>, "the merge's scratch fits in Q's tile");
   if (params.phase == 0) grid_barrier(params.barrier, gridDim.x * gridDim.y);
+  if (params.phase == 2) wait_for_previous_grid();  // the attention launch's end
   if (params.phase != 1) {
     merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads, C::kMergeBatch>(
         params, reinterpret_cast<float*>(dynamic_smem));
@@ -214,6 +216,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     mla_hopper_kernel(const __grid_constant__ MlaParams params, const __grid_constant__ HopperTma tma) {
   extern __shared__ __align__(128) unsigned char hopper_smem[];
   const HopperRole role = HopperRole::make();
+  launch_dependents();  // a merge launch behind this one may be scheduled as SMs free up
   const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
   if (params.phase != 2 && threadIdx.x == 0) {
     for (int stage = 0; stage < Config::kStages; ++stage) {

@@ -23,6 +23,7 @@
 // The host contract (work items, merge records, phases) is in mla_params.cuh.
 #pragma once
 #include "portable/portable_config.cuh"
+#include "common/dependent_launch.cuh"
 #include "common/grid_barrier.cuh"
 #include "common/mla_merge.cuh"
 #include "portable/narrow_codes.cuh"
@@ -62,6 +63,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) mla_fa2_kernel(const __gr
   extern __shared__ __align__(128) unsigned char mla_smem[];
   auto& storage = *reinterpret_cast<typename Config::SharedStorage*>(mla_smem);
   const ThreadRole role = ThreadRole::make();
+  launch_dependents();  // a merge launch behind this one may be scheduled as SMs free up
   if (params.phase != 2) {
     const SmemMap<Config> sm = SmemMap<Config>::make(storage);
     const int32_t first = params.work_indptr[blockIdx.y];
@@ -71,6 +73,7 @@ __global__ void __launch_bounds__(Config::kThreads, 1) mla_fa2_kernel(const __gr
   }
   if (params.phase == 0) grid_barrier(params.barrier, gridDim.x * gridDim.y);
   if (params.phase != 1) {  // after the grid barrier's block barrier: the tiles are done
+    if (params.phase == 2) wait_for_previous_grid();  // or after the attention launch's end
     static_assert(sizeof(typename Config::SharedStorage) >= kMergeScratchBytes<Config::kThreads>,
                   "the merge's scratch fits in the tiles' shared memory");
     merge_partials<typename Config::OType, Config::kHeadDimCkv, Config::kThreads>(

@@ -44,6 +44,7 @@ struct PdlProbeParams {
 }  // namespace mlajit_kernel
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#include "common/dependent_launch.cuh"
 #include "common/ptx_cp_async.cuh"  // smem_address
 #include "utility/spin.cuh"          // global_timer_ns
 
@@ -99,16 +100,6 @@ __global__ void cluster_probe(ClusterProbeRecord* records) {
     records[blockIdx.x] = record;
   }
   cluster_sync();  // no CTA exits, releasing its shared memory, while a peer may still read it
-}
-
-__device__ __forceinline__ void launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-
-// Returns once the previous grid in the stream has completed and its writes are visible; a
-// no-op when this grid was not launched as a programmatic dependent.
-__device__ __forceinline__ void wait_for_previous_grid() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
 __device__ __forceinline__ void pdl_primary(const PdlProbeParams& p) {

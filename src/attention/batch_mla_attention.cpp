@@ -85,6 +85,20 @@ struct BatchMlaAttention::Impl {
   const KernelSpec& spec() const { return choice.spec; }
   const jit::LaunchGeometry& geometry() const { return kernel->metadata.geometry; }
 
+  // The attention launch (phase 1) and, when tiles split, the merge launch (phase 2). From
+  // sm_90 the merge is a programmatic dependent of the attention launch: it is scheduled as
+  // the attention's CTAs leave their SMs and waits in the kernel (griddepcontrol.wait) for the
+  // attention's end, so the second launch's latency hides behind the first one's tail.
+  void launch_two(driver::LaunchConfig config, mlajit_kernel::MlaParams& params,
+                  void** kernel_args, bool merge) const {
+    params.phase = 1;
+    kernel->function.launch(config, kernel_args);
+    if (!merge) return;
+    params.phase = 2;
+    config.programmatic_stream_serialization = device_info.cc_major >= 9;
+    kernel->function.launch(config, kernel_args);
+  }
+
   void choose_launch_path() {
     const int per_sm = kernel->function.max_active_blocks_per_sm(geometry().threads_per_block,
                                                                  geometry().dynamic_smem_bytes);
@@ -276,11 +290,7 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
   // right for plans that do split.
   const bool needs_merge = !plan.merge_records.empty() || s.options.cluster_size != 0;
   if (!needs_merge || s.two_launch) {
-    params.phase = 1;
-    s.kernel->function.launch(config, kernel_args);
-    if (!needs_merge) return;
-    params.phase = 2;
-    s.kernel->function.launch(config, kernel_args);
+    s.launch_two(config, params, kernel_args, needs_merge);
     return;
   }
   params.phase = 0;
@@ -297,10 +307,7 @@ void BatchMlaAttention::run(const MlaRunArgs& args, void* stream) {
                s.device, e.what());
     s.two_launch = true;
     config.cooperative = false;
-    params.phase = 1;
-    s.kernel->function.launch(config, kernel_args);
-    params.phase = 2;
-    s.kernel->function.launch(config, kernel_args);
+    s.launch_two(config, params, kernel_args, true);
   }
 }
 

@@ -1,6 +1,7 @@
 // run() inside a captured CUDA graph, replayed after a re-plan; and two devices used at once
 // from one process, each with its own loaded function and workspace.
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #include "check/mla_check.h"
@@ -19,37 +20,44 @@ void report(const char* name, const MlaCheckResult& result) {
 
 }  // namespace
 
+// Both launch paths: one cooperative launch, and two launches whose merge (from sm_90) is a
+// programmatic dependent, captured as a programmatic edge of the graph.
 TEST_CASE("a CUDA graph captured around run() stays valid across a re-plan", "[gpu]") {
   MLAJIT_REQUIRE_GPU();
-  MlaShape shape;
-  shape.num_heads = 128;
-  shape.page_size = 16;
-  auto check = make_random_case("graph", shape, 12, 1, 200, 3000, 901);
-  MlaOptions options;
-  options.cluster_size = 2;            // pins the grid
-  options.workspace_bytes = 64 << 20;  // no growth on re-plan
-  check.options = options;
-  BatchMlaAttention attention(shape, options);
-  auto problem = make_device_problem(check);
-  driver::Stream stream;
-  attention.plan(problem->batch(), stream.get());
-  driver::Graph::begin_capture(stream.get());
-  attention.run(problem->args, stream.get());
-  driver::Graph graph = driver::Graph::end_capture(stream.get());
+  for (bool two_launch : {false, true}) {
+    const std::string path = two_launch ? "two-launch" : "cooperative";
+    MlaShape shape;
+    shape.num_heads = 128;
+    shape.page_size = 16;
+    auto check = make_random_case("graph", shape, 12, 1, 200, 3000, 901);
+    MlaOptions options;
+    options.cluster_size = 2;            // pins the grid
+    options.workspace_bytes = 64 << 20;  // no growth on re-plan
+    options.force_two_launch = two_launch;
+    check.options = options;
+    BatchMlaAttention attention(shape, options);
+    REQUIRE(attention.plan_info().two_launch == two_launch);
+    auto problem = make_device_problem(check);
+    driver::Stream stream;
+    attention.plan(problem->batch(), stream.get());
+    driver::Graph::begin_capture(stream.get());
+    attention.run(problem->args, stream.get());
+    driver::Graph graph = driver::Graph::end_capture(stream.get());
 
-  graph.launch(stream.get());
-  driver::stream_synchronize(stream.get());
-  report("graph replay, first plan", problem->compare_with_reference());
+    graph.launch(stream.get());
+    driver::stream_synchronize(stream.get());
+    report(("graph replay, first plan, " + path).c_str(), problem->compare_with_reference());
 
-  // New lengths (shorter, so the pages already there suffice), a new plan, the same graph.
-  for (size_t b = 0; b < problem->host.kv_len.size(); ++b) {
-    problem->host.kv_len[b] = problem->host.kv_len[b] / 3 + static_cast<int>(b);
+    // New lengths (shorter, so the pages already there suffice), a new plan, the same graph.
+    for (size_t b = 0; b < problem->host.kv_len.size(); ++b) {
+      problem->host.kv_len[b] = problem->host.kv_len[b] / 3 + static_cast<int>(b);
+    }
+    problem->poison_outputs();
+    attention.plan(problem->batch(), stream.get());
+    graph.launch(stream.get());
+    driver::stream_synchronize(stream.get());
+    report(("graph replay after re-plan, " + path).c_str(), problem->compare_with_reference());
   }
-  problem->poison_outputs();
-  attention.plan(problem->batch(), stream.get());
-  graph.launch(stream.get());
-  driver::stream_synchronize(stream.get());
-  report("graph replay after re-plan", problem->compare_with_reference());
 }
 
 TEST_CASE("two GPUs run at once from one process", "[gpu]") {

@@ -291,6 +291,7 @@ MlaBenchResult MlaBench::run(const MlaBenchShape& shape) {
   mla_options.kernel = options_.kernel;
   mla_options.force_tier = shape.force_tier;
   mla_options.batch_invariant = shape.batch_invariant;
+  mla_options.force_two_launch = shape.two_launch;
   BatchMlaAttention attention(mla, mla_options);
   // Planned on the legacy stream and waited for: the timed launches run on a stream of
   // time_launches' own, which does not wait for the legacy stream.

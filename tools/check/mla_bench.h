@@ -29,6 +29,7 @@ struct MlaBenchShape {
   bool causal = false;
   int force_tier = 0;
   bool batch_invariant = false;     // MlaOptions::batch_invariant (default piece length)
+  bool two_launch = false;          // MlaOptions::force_two_launch
   std::vector<int> ragged_kv_lens;  // when set, overrides batch/kv_len
   // > 0: sparse (top-k) decode, page size 1: each request selects kv_len distinct token ids, in
   // random order, from its own cache of this many tokens (a window of the pool); every launch
