@@ -318,17 +318,25 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   // e4m3 with per-tensor and per-token scales) (512/64 only). No causal rows: the mask is a
   // run-time value. Portable's 512/64 rows come at 128 and 16 heads: two specs on every arch,
   // without the narrow layout (rows=wide: 128, 64, 32 heads) and with it. And
-  // merge_states (merge_states.h), once per profiled arch.
+  // merge_states (merge_states.h), once per profiled arch; and the hopper family's merge
+  // program (mla_merge) for its two output dtypes, on sm_90.
   const size_t archs = mlajit::jit::device_profiles().size();
   const size_t portable_rows = archs * (2 * 2 + 2);
   std::set<std::string> texts;
-  size_t hopper_rows = 0, merge_rows = 0, wide_rows = 0, narrow_capable_rows = 0;
+  size_t hopper_rows = 0, merge_rows = 0, mla_merge_rows = 0, wide_rows = 0;
+  size_t narrow_capable_rows = 0;
   for (const auto& spec : specs) {
     texts.insert(spec.text());
     INFO(spec.text());
     if (spec.family == "merge_states") {
       ++merge_rows;
       CHECK(spec.arch.back() != 'a');  // loaded by the device's plain arch
+      continue;
+    }
+    if (spec.family == "mla_merge") {
+      ++mla_merge_rows;
+      CHECK(spec.arch == "sm_90");
+      CHECK(spec.head_dim_ckv == 512);
       continue;
     }
     if (spec.family == "hopper") {
@@ -356,18 +364,19 @@ TEST_CASE("the default fleet matrix is every family's rows on every profiled arc
   }
   CHECK(hopper_rows == 4);
   CHECK(merge_rows == archs);
+  CHECK(mla_merge_rows == 2);  // bf16 and f16 output: the e4m3 rows' bf16 output shares one
   // Every arch: bf16, f16 and the two e4m3 rows at 512/64. (256/32 is MiniCPM3's 40 heads: the
   // narrow layout stays.)
   CHECK(wide_rows == archs * 4);
   CHECK(narrow_capable_rows > wide_rows);
-  CHECK(specs.size() == portable_rows + wide_rows + 4 + archs);
+  CHECK(specs.size() == portable_rows + wide_rows + 4 + 2 + archs);
   CHECK(texts.size() == specs.size());  // no duplicates
   FleetMatrixOptions portable_only;
   portable_only.kernel = "portable";
   CHECK(fleet_matrix(portable_only).size() == portable_rows + wide_rows);
   FleetMatrixOptions hopper_only;
   hopper_only.kernel = "hopper";
-  CHECK(fleet_matrix(hopper_only).size() == 4);
+  CHECK(fleet_matrix(hopper_only).size() == 4 + 2);  // with its merge programs: no NVRTC needed
 }
 
 TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects unknown ones") {
@@ -377,10 +386,10 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.dtypes = {DType::kBFloat16};
   options.kv_dtypes = {DType::kBFloat16};
   options.head_dims = {{512, 64}};
-  // hopper's rows are sm_90a whatever the 9.0 arch asked: 1 spec, however many times asked.
-  // portable: sm_90 and sm_90a ("90" is sm_90 again), each tier 1 with and without the
-  // narrow layout.
-  CHECK(fleet_matrix(options).size() == 5);
+  // hopper's rows are sm_90a whatever the 9.0 arch asked: 1 spec and its merge program (on
+  // sm_90), however many times asked. portable: sm_90 and sm_90a ("90" is sm_90 again), each
+  // tier 1 with and without the narrow layout.
+  CHECK(fleet_matrix(options).size() == 6);
   options.kernel = "portable";
   const auto specs = fleet_matrix(options);
   REQUIRE(specs.size() == 4);
@@ -402,16 +411,22 @@ TEST_CASE("the fleet matrix takes archs as given, drops duplicates and rejects u
   options.head_dims = {};
   const auto fp8 = fleet_matrix(options);
   // portable (tier 1 on sm_90, with and without narrow tiles) and hopper: bf16 queries,
-  // 512/64, per-tensor and per-token scales.
-  REQUIRE(fp8.size() == 6);
-  size_t token_scaled = 0;
+  // 512/64, per-tensor and per-token scales; and hopper's bf16 merge program.
+  REQUIRE(fp8.size() == 7);
+  size_t token_scaled = 0, merges = 0;
   for (const auto& spec : fp8) {
+    if (spec.family == "mla_merge") {
+      ++merges;
+      CHECK(spec.text().find("mla_merge;q=bf16;kv=bf16;o=bf16;ckv=512;") == 0);
+      continue;
+    }
     const bool per_token = spec.kv_scales == KvScales::kPerToken128;
     token_scaled += per_token;
     CHECK(spec.text().find(spec.family + (per_token ? ";q=bf16;kv=e4m3;kv_scales=token128;o=bf16;ckv=512;"
                                                     : ";q=bf16;kv=e4m3;o=bf16;ckv=512;")) == 0);
   }
   CHECK(token_scaled == 3);
+  CHECK(merges == 1);
   CHECK(fp8.front().family != fp8.back().family);
   CHECK_THROWS_AS(parse_head_dims("128/16"), mlajit::Error);
   CHECK_THROWS_AS(parse_head_dims("512x64"), mlajit::Error);
@@ -994,8 +1009,9 @@ TEST_CASE("precompile of the default matrix over a complete cache compiles nothi
   TempDir cache, out;
   const size_t specs = fill_with_default_matrix(out.path());
   // portable: 10 archs x 6 rows, and 40 twins without the narrow layout (rows=wide: every
-  // arch's four 512/64 rows); hopper: sm_90a x 4 rows; merge_states: one per arch.
-  CHECK(specs == 114);
+  // arch's four 512/64 rows); hopper: sm_90a x 4 rows and its 2 merge programs; merge_states:
+  // one per arch.
+  CHECK(specs == 116);
   const CliRun run = run_cli("precompile --json --out " + shell_quote(out.path()), cache.path());
   INFO(run.err);
   REQUIRE(run.exit_code == 0);

@@ -121,7 +121,14 @@ TEST_CASE("hopper specs target sm_90a with its one tile, and its program launche
   // Q and two KV stages of 64 x 576 x 2 B, P (64 x 64 x 2 B), a factor row per stage, the row
   // sums, 15 barriers, and 1 KiB to align the swizzled tiles.
   CHECK(program.geometry.dynamic_smem_bytes == 3 * 73728 + 8192 + 2 * 256 + 256 + 120 + 1024);
-  CHECK(program.geometry.cooperative);
+  // No grid barrier: split tiles merge in a launch of the merge program, bf16 or f16 by the
+  // output, on the device's plain arch.
+  CHECK_FALSE(program.geometry.cooperative);
+  const std::optional<KernelSpec> merge = hopper().merge_spec(spec);
+  REQUIRE(merge.has_value());
+  CHECK(merge->text() ==
+        "mla_merge;q=f16;kv=f16;o=f16;ckv=512;kpe=64;stages=2;kv_tile=64;qk_shard=1;q_tile=64;"
+        "arch=sm_90");
   // bf16 / f16, and bf16 over an e4m3 cache (per-tensor or per-token scales)
   CHECK(hopper().fleet_shapes().size() == 4);
   MlaShape fp8;
@@ -267,5 +274,16 @@ TEST_CASE("the hopper kernel compiles with NVRTC for sm_90a in every fleet shape
     const auto result = compiler.compile(program.request);
     CHECK(result.image.size() > 1000);
     CHECK(result.lowered_name.find("mla_hopper_kernel") != std::string::npos);
+
+    const KernelSpec merge_spec = *hopper().merge_spec(spec);
+    const auto merge = mlajit::jit::generate_program(merge_spec);
+    CHECK(merge.request.headers.count("merge/mla_merge_launch.cuh") == 1);
+    CHECK(merge.request.headers.count("hopper/mla_hopper.cuh") == 0);
+    // 512 threads and the merge's scratch, a merge state (10 floats) a thread.
+    CHECK(merge.geometry.threads_per_block == 512);
+    CHECK(merge.geometry.dynamic_smem_bytes == 512 * 10 * 4);
+    const auto merged = compiler.compile(merge.request);
+    CHECK(merged.image.size() > 1000);
+    CHECK(merged.lowered_name.find("mla_merge_kernel") != std::string::npos);
   }
 }

@@ -253,6 +253,9 @@ TEST_CASE("an e4m3 cache keeps the bf16 cache's shared memory: its tiles are exp
     CHECK(portable().program(fp8).geometry.dynamic_smem_bytes ==
           portable().program(same_tile).geometry.dynamic_smem_bytes);
     CHECK(portable().program(fp8).name_expression.find("e4m3_t") != std::string::npos);
+    // The portable kernel merges its split tiles itself, behind its grid barrier.
+    CHECK(portable().program(fp8).geometry.cooperative);
+    CHECK_FALSE(portable().merge_spec(fp8).has_value());
   }
   // Every arch of the fleet gets a tier, down to the 99 KB parts (sm_86, sm_89, sm_120).
   for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_120"}) {

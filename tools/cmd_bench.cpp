@@ -29,6 +29,7 @@ struct BenchArgs {
   int tier = 0;
   bool batch_invariant = false;
   bool two_launch = false;
+  bool contiguous_pages = false;
   int iterations = 30;
   int warmup = 5;
   int device = 0;
@@ -104,6 +105,7 @@ std::vector<MlaBenchShape> bench_shapes(const BenchArgs& args, const CLI::App& a
     if (app.count("--tier")) shape.force_tier = args.tier;
     if (args.batch_invariant) shape.batch_invariant = true;
     if (args.two_launch) shape.two_launch = true;
+    if (args.contiguous_pages) shape.contiguous_pages = true;
   }
   return shapes;
 }
@@ -115,6 +117,7 @@ std::string variant_of(const MlaBenchShape& shape) {
   if (!shape.label.empty()) {
     if (shape.batch_invariant) add("invariant");
     if (shape.two_launch) add("two-launch");
+    if (shape.contiguous_pages) add("contiguous pages");
     return variant;
   }
   if (shape.dtype == DType::kFloat16) add("fp16");
@@ -126,6 +129,7 @@ std::string variant_of(const MlaBenchShape& shape) {
   if (shape.force_tier) add("tier" + std::to_string(shape.force_tier));
   if (shape.batch_invariant) add("invariant");
   if (shape.two_launch) add("two-launch");
+  if (shape.contiguous_pages) add("contiguous pages");
   return variant;
 }
 
@@ -372,6 +376,10 @@ Command add_bench_command(CLI::App& parent) {
   app->add_flag("--two-launch", args->two_launch,
                 "merge split tiles in a second launch instead of behind a grid barrier "
                 "(MlaOptions::force_two_launch), to compare the two paths");
+  app->add_flag("--contiguous-pages", args->contiguous_pages,
+                "each launch's pages in pool order (a fresh cache's layout) instead of a random "
+                "permutation's: what the DRAM's locality costs against what the kernel's page "
+                "handling costs");
   app->add_option("--iterations", args->iterations, "timed launches per shape (median reported)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

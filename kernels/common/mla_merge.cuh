@@ -50,7 +50,7 @@ __device__ __forceinline__ void write_final_lse(const MlaParams& params, int32_t
 struct MergeState {
   float max, sum, acc[8];
 };
-constexpr int kMergeStateFloats = 10;
+static_assert(sizeof(MergeState) == kMergeStateFloats * 4, "a merge state is what its scratch holds");
 
 __device__ __forceinline__ MergeState empty_merge_state() {
   return MergeState{neg_inf(), 0.f, {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}};
@@ -192,9 +192,6 @@ __device__ __forceinline__ int32_t merge_slices(const MlaMergeRecord& record) {
   return share < batches ? share : batches;
 }
 
-// The shared memory merge_partials takes for a block of NUM_THREADS.
-template <int NUM_THREADS>
-constexpr int kMergeScratchBytes = kMergeStateFloats * NUM_THREADS * 4;
 
 // Merges this CTA's records: merge_records[merge_indptr[cta] .. merge_indptr[cta + 1]).
 // BATCH: the chunks whose loads a thread keeps in flight (5 registers each), as the caller's

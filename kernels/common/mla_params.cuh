@@ -35,6 +35,13 @@ struct MlaMergeRecord {
 };
 
 // Kernel arguments, passed by value (__grid_constant__). Strides are in elements.
+// The shared memory the merge of split tiles (mla_merge.cuh) takes for a block of NUM_THREADS:
+// a merge state (running max, sum and 8 output values) a thread. A merge launch of its own
+// (merge/mla_merge_launch.cuh) asks for it as its dynamic shared memory.
+constexpr int kMergeStateFloats = 10;
+template <int NUM_THREADS>
+constexpr int kMergeScratchBytes = kMergeStateFloats * NUM_THREADS * 4;
+
 struct MlaParams {
   // Inputs.
   const void* q_nope;  // [tokens][heads][head_dim_ckv] with the strides below
@@ -65,6 +72,7 @@ struct MlaParams {
   float sm_scale_log2;  // sm_scale * log2(e)
   int32_t lse_base_e;   // 1: write lse in natural log, 0: base 2
   int32_t phase;        // 0: attention + barrier + merge; 1: attention only; 2: merge only
+                        // (a kernel that merges itself; the hopper kernel only attends)
   int32_t causal;     // 1: bottom-right aligned causal mask (a run-time value: one cubin
                       // serves both, and with q_len 1 the two are the same)
 

@@ -68,10 +68,6 @@ struct HopperConfig {
   static constexpr int kScoresRegisters = kKvCodes ? 80 : 120;
   static constexpr int kOutputRegisters = 160;
   static constexpr int kProducerRegisters = kKvCodes ? 112 : 56;
-  // The merge after the roles' loops runs in every thread at the launch's 128 registers
-  // (65536 / kThreads), enough for kMergeBatch chunks' loads in flight.
-  static constexpr int kMergeRegisters = 128;
-  static constexpr int kMergeBatch = 8;
   static constexpr int kRows = 64;      // packed query rows per CTA: the wgmma M
   static constexpr int kTile = 64;      // KV tokens per tile: N of Q K^T, K of P V
   static constexpr int kStages = 2;
@@ -122,7 +118,7 @@ struct HopperConfig {
 };
 
 // Named barriers, one private to each warpgroup that needs one (the whole CTA meets at
-// block_barrier_across_roles, barrier 0, only at the start and in the grid barrier and merge).
+// block_barrier_across_roles, barrier 0, only at the start).
 enum HopperBarrier : uint32_t {
   kScoresOnly = 1,
   kOutputLeftOnly = 2,

@@ -24,13 +24,11 @@
 // While the output warpgroups work on tile i, the scores warpgroup is already on tile i + 1.
 // Per stage, mbarriers say the copy is full, the rescale factors and each half of P are
 // published, and both output warpgroups are done with each token half of it. The host contract
-// (work items, merge records, phases) is mla_params.cuh, as for the portable family: the
-// planner, workspace and merge are shared.
+// (work items, merge records) is mla_params.cuh, as for the portable family: the planner,
+// workspace and merge are shared; the merge runs in a launch of its own (the phase is not read).
 #pragma once
 #include "hopper/hopper_config.cuh"
 #include "common/dependent_launch.cuh"
-#include "common/grid_barrier.cuh"
-#include "common/mla_merge.cuh"
 #include "hopper/load_kv_codes.cuh"
 #include "hopper/load_kv_copies.cuh"
 #include "hopper/load_q.cuh"
@@ -190,35 +188,19 @@ __device__ __forceinline__ void for_each_item(const MlaParams& p, const HopperTm
   }
 }
 
-// The grid barrier (cooperative launch) and the merge of split tiles, by every thread at the
-// registers of a CTA at launch (each role sets them back to kMergeRegisters first), with
-// BATCH chunks' loads in flight per thread.
-// Its scratch is the start of the dynamic shared memory (the alignment slack and Q's tile),
-// free once the grid barrier's block barrier has passed the last item.
-template <typename C>
-__device__ __forceinline__ void merge_phase(const MlaParams& params, unsigned char* dynamic_smem) {
-  static_assert(C::kTileBytes >= kMergeScratchBytes<C::kThreads>, "the merge's scratch fits in Q's tile");
-  if (params.phase == 0) grid_barrier(params.barrier, gridDim.x * gridDim.y);
-  if (params.phase == 2) wait_for_previous_grid();  // the attention launch's end
-  if (params.phase != 1) {
-    merge_partials<typename C::OType, C::kHeadDimCkv, C::kThreads, C::kMergeBatch>(
-        params, reinterpret_cast<float*>(dynamic_smem));
-  }
-}
-
 // Each role is one branch of one if/else chain, whole, with its setmaxnreg first: the form in
 // which ptxas honours setmaxnreg (otherwise it keeps the entry cap of 168 registers and spills).
-// The CTA meets once every role holds its registers: a role that went back to
-// kMergeRegisters before the output warpgroups had taken theirs (a CTA without work items, or
-// the merge launch) would take registers they wait for, and the CTA would hang.
+// The roles meet once each holds its registers (as when an in-launch merge followed them, the
+// form every schedule was measured in). Split tiles are merged by a launch of their own
+// (merge/mla_merge_launch.cuh), scheduled as this grid's CTAs leave their SMs.
 template <typename Config>
 __global__ void __launch_bounds__(Config::kThreads, 1)
     mla_hopper_kernel(const __grid_constant__ MlaParams params, const __grid_constant__ HopperTma tma) {
   extern __shared__ __align__(128) unsigned char hopper_smem[];
   const HopperRole role = HopperRole::make();
-  launch_dependents();  // a merge launch behind this one may be scheduled as SMs free up
+  launch_dependents();  // the merge launch behind this one may be scheduled as SMs free up
   const HopperSmem<Config> sm = HopperSmem<Config>::make(hopper_smem);
-  if (params.phase != 2 && threadIdx.x == 0) {
+  if (threadIdx.x == 0) {
     for (int stage = 0; stage < Config::kStages; ++stage) {
       // Arrivals: the TMA thread's, and each producer thread's cp.async.
       mbarrier_init(sm.full(stage), !tma_copies<Config>(tma) ? Config::kProducerThreads
@@ -237,33 +219,27 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   }
   __syncthreads();
   // The tensor maps into the descriptor cache before the producer's first copy.
-  if (params.phase != 2 && tma_copies<Config>(tma) && threadIdx.x == 3 * Config::kGroupThreads) {
+  if (tma_copies<Config>(tma) && threadIdx.x == 3 * Config::kGroupThreads) {
     prefetch_tensor_map(&tma.ckv);
     prefetch_tensor_map(&tma.kpe);
   }
-  const bool attend = params.phase != 2;
   if (role.group == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kScoresRegisters));
     block_barrier_across_roles();
-    if (attend) for_each_item<Config, HopperRoleKind::kScores>(params, tma, sm, role);
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
+    for_each_item<Config, HopperRoleKind::kScores>(params, tma, sm, role);
   } else if (role.group == 1) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
     block_barrier_across_roles();
-    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
+    for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
   } else if (role.group == 2) {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kOutputRegisters));
     block_barrier_across_roles();
-    if (attend) for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
+    for_each_item<Config, HopperRoleKind::kOutput>(params, tma, sm, role);
   } else {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(Config::kProducerRegisters));
     block_barrier_across_roles();
-    if (attend) for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Config::kMergeRegisters));
+    for_each_item<Config, HopperRoleKind::kProducer>(params, tma, sm, role);
   }
-  merge_phase<Config>(params, hopper_smem);
 }
 
 }  // namespace mlajit_kernel

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,8 @@ struct BatchMlaAttention::Impl {
   driver::DeviceInfo device_info;
   MlaKernelChoice choice;  // the family and the spec it runs
   std::shared_ptr<const jit::LoadedKernel> kernel;
+  // The family's merge program (KernelFamily::merge_spec), or null: the kernel merges itself.
+  std::shared_ptr<const jit::LoadedKernel> merge_kernel;
   int max_ctas = 0;          // co-resident CTAs: occupancy x SMs
   bool two_launch = false;   // the non-cooperative fallback
   std::unique_ptr<MlaWorkspace> workspace;
@@ -85,10 +88,11 @@ struct BatchMlaAttention::Impl {
   const KernelSpec& spec() const { return choice.spec; }
   const jit::LaunchGeometry& geometry() const { return kernel->metadata.geometry; }
 
-  // The attention launch (phase 1) and, when tiles split, the merge launch (phase 2). From
-  // sm_90 the merge is a programmatic dependent of the attention launch: it is scheduled as
-  // the attention's CTAs leave their SMs and waits in the kernel (griddepcontrol.wait) for the
-  // attention's end, so the second launch's latency hides behind the first one's tail.
+  // The attention launch (phase 1) and, when tiles split, the merge launch: the kernel again
+  // (phase 2), or the family's merge program on the same grid. From sm_90 the merge is a
+  // programmatic dependent of the attention launch: it is scheduled as the attention's CTAs
+  // leave their SMs and waits in the kernel (griddepcontrol.wait) for the attention's end, so
+  // the second launch's latency hides behind the first one's tail.
   void launch_two(driver::LaunchConfig config, mlajit_kernel::MlaParams& params,
                   void** kernel_args, bool merge) const {
     params.phase = 1;
@@ -96,7 +100,15 @@ struct BatchMlaAttention::Impl {
     if (!merge) return;
     params.phase = 2;
     config.programmatic_stream_serialization = device_info.cc_major >= 9;
-    kernel->function.launch(config, kernel_args);
+    if (!merge_kernel) {
+      kernel->function.launch(config, kernel_args);
+      return;
+    }
+    const jit::LaunchGeometry& merge_geometry = merge_kernel->metadata.geometry;
+    config.block_x = static_cast<unsigned>(merge_geometry.threads_per_block);
+    config.dynamic_smem_bytes = static_cast<unsigned>(merge_geometry.dynamic_smem_bytes);
+    void* merge_args[] = {&params};
+    merge_kernel->function.launch(config, merge_args);
   }
 
   void choose_launch_path() {
@@ -110,7 +122,8 @@ struct BatchMlaAttention::Impl {
                               geometry().dynamic_smem_bytes));
     }
     max_ctas = per_sm * device_info.sm_count;
-    // A kernel without a grid barrier merges in a second launch.
+    // A kernel without a grid barrier merges in a second launch (of itself or of the family's
+    // merge program).
     two_launch = options.force_two_launch || !geometry().cooperative;
     if (!two_launch && !device_info.cooperative_launch) {
       logger("mlajit.attention")
@@ -146,6 +159,9 @@ BatchMlaAttention::BatchMlaAttention(const MlaShape& shape, const MlaOptions& op
   s.device_info = driver::device_info(s.device);
   s.choice = choose_kernel(shape, device_target(s.device_info), options);
   s.kernel = jit::KernelRegistry::instance().load(s.spec(), s.device, options.compile_mode);
+  if (const std::optional<KernelSpec> merge = s.choice.family->merge_spec(s.spec())) {
+    s.merge_kernel = jit::KernelRegistry::instance().load(*merge, s.device, options.compile_mode);
+  }
   s.choose_launch_path();
   // Partial rows hold the output's type.
   s.workspace = std::make_unique<MlaWorkspace>(s.max_ctas, shape.head_dim_ckv, dtype_size(shape.dtype));

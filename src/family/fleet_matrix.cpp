@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -66,7 +67,13 @@ std::string row_text(const MlaShape& shape) {
                      shape.head_dim_ckv, shape.head_dim_kpe);
 }
 
-// Appends the specs of one family's rows on one target; a row the family cannot build there
+void add_spec(const KernelSpec& spec, std::vector<KernelSpec>* specs) {
+  const auto same = [&](const KernelSpec& other) { return other.text() == spec.text(); };
+  if (std::none_of(specs->begin(), specs->end(), same)) specs->push_back(spec);
+}
+
+// Appends the specs of one family's rows on one target (and of the programs that merge their
+// split tiles); a row the family cannot build there
 // is an error when both the family and the archs were asked for by name, else noted in
 // `skipped` (a named family over the default archs covers the archs it runs on).
 void add_family_rows(const KernelFamily& family, const DeviceTarget& target,
@@ -84,9 +91,9 @@ void add_family_rows(const KernelFamily& family, const DeviceTarget& target,
       skipped->push_back(what);
       continue;
     }
-    for (KernelSpec& spec : family.fleet_specs(shape, target, options.all_tiers)) {
-      const auto same = [&](const KernelSpec& other) { return other.text() == spec.text(); };
-      if (std::none_of(specs->begin(), specs->end(), same)) specs->push_back(std::move(spec));
+    for (const KernelSpec& spec : family.fleet_specs(shape, target, options.all_tiers)) {
+      add_spec(spec, specs);
+      if (const std::optional<KernelSpec> merge = family.merge_spec(spec)) add_spec(*merge, specs);
     }
   }
 }
@@ -104,8 +111,7 @@ void add_utility_rows(const DeviceTarget& target, std::vector<KernelSpec>* specs
   KernelSpec spec;
   spec.family = jit::kMergeStatesProgram;
   spec.arch = arch;
-  const auto same = [&](const KernelSpec& other) { return other.text() == spec.text(); };
-  if (std::none_of(specs->begin(), specs->end(), same)) specs->push_back(std::move(spec));
+  add_spec(spec, specs);
 }
 
 }  // namespace

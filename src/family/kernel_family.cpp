@@ -70,7 +70,10 @@ KernelSpec KernelFamily::shape_spec(const MlaShape& shape, const std::string& ar
   spec.arch = arch;
   return spec;
 }
+
 bool KernelFamily::has_tile_tiers() const { return false; }
+
+std::optional<KernelSpec> KernelFamily::merge_spec(const KernelSpec&) const { return std::nullopt; }
 
 int64_t KernelFamily::plan_item_overhead_tokens(const MlaShape&) const {
   return plan::kItemOverheadTokens;

@@ -5,6 +5,7 @@
 // builds (entry file, kernel instance, launch geometry). Everything above the families
 // (attention, workspace, cache, CLI) asks the registry (family_registry.h) and stays
 // family-agnostic. Families are stateless singletons.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,11 @@ class KernelFamily {
   // attention layer rebuilds them when those change and reuses them otherwise.
   virtual KernelRunParams run_params(const MlaShape& shape, const KernelSpec& spec,
                                      const MlaRunArgs& args) const;
+  // The program that merges the split tiles of `spec`'s kernel in a launch of its own (a
+  // utility program, jit::kMlaMergeProgram), or none (the default): the kernel merges them
+  // itself, behind a grid barrier (phase 0) or in a second launch of itself (phase 2). Its
+  // cubins belong to the family's fleet rows.
+  virtual std::optional<KernelSpec> merge_spec(const KernelSpec& spec) const;
 
  protected:
   virtual void check_spec(const KernelSpec& spec) const = 0;

@@ -99,7 +99,7 @@ KernelProgram program_for(const KernelSpec& spec) {
     kernels->check(spec);
     return kernels->program(spec);
   }
-  if (const KernelProgram* utility = utility_program(spec.family)) return *utility;
+  if (std::optional<KernelProgram> utility = utility_program(spec)) return *utility;
   std::vector<std::string> families;
   for (const family::KernelFamily* kernels : family::kernel_families()) {
     families.push_back(kernels->name());

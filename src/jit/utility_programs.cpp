@@ -1,8 +1,12 @@
 #include "jit/utility_programs.h"
 
+#include <cstdint>
 #include <map>
 
 #include <fmt/format.h>
+
+#include "family/kernel_family.h"
+#include "kernels/common/mla_params.cuh"
 
 namespace mlajit::jit {
 namespace {
@@ -36,6 +40,22 @@ KernelProgram merge_states() {
   return program;
 }
 
+// The merge of split tiles in a launch of its own (kernels/merge/mla_merge_launch.cuh), for the
+// spec's output dtype and ckv head dim. 512 threads with 8 chunks' loads in flight a thread: the
+// block size and batch of the hopper kernel's former in-launch merge, so its bits stay those.
+KernelProgram mla_merge(const KernelSpec& spec) {
+  constexpr int kThreads = 512;
+  constexpr int kBatch = 8;
+  KernelProgram program;
+  program.entry_file = "merge/mla_merge_launch.cuh";
+  program.name_expression =
+      fmt::format("mlajit_kernel::mla_merge_kernel<{}, {}, {}, {}>",
+                  family::kernel_type_name(spec.o_dtype), spec.head_dim_ckv, kThreads, kBatch);
+  program.geometry.threads_per_block = kThreads;
+  program.geometry.dynamic_smem_bytes = mlajit_kernel::kMergeScratchBytes<kThreads>;
+  return program;
+}
+
 // The driver layer's sm_90 probes (tests/gpu/test_driver_launch_gpu.cpp): one kernel each.
 KernelProgram probe(const char* entry_file, const char* kernel, int threads) {
   KernelProgram program;
@@ -45,7 +65,7 @@ KernelProgram probe(const char* entry_file, const char* kernel, int threads) {
   return program;
 }
 
-const std::map<std::string, KernelProgram>& programs() {
+const std::map<std::string, KernelProgram>& fixed_programs() {
   static const std::map<std::string, KernelProgram> table{
       {"grid_barrier_demo", grid_barrier_demo()},
       {"spin", spin()},
@@ -59,14 +79,17 @@ const std::map<std::string, KernelProgram>& programs() {
 
 }  // namespace
 
-const KernelProgram* utility_program(const std::string& name) noexcept {
-  const auto it = programs().find(name);
-  return it == programs().end() ? nullptr : &it->second;
+std::optional<KernelProgram> utility_program(const KernelSpec& spec) {
+  if (spec.family == kMlaMergeProgram) return mla_merge(spec);
+  const auto it = fixed_programs().find(spec.family);
+  if (it == fixed_programs().end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<std::string> utility_program_names() {
   std::vector<std::string> names;
-  for (const auto& [name, program] : programs()) names.push_back(name);
+  for (const auto& [name, program] : fixed_programs()) names.push_back(name);
+  names.push_back(kMlaMergeProgram);
   return names;
 }
 

@@ -93,12 +93,14 @@ void replicate(void* buffer, size_t bytes, const DeviceAllocation& source) {
   }
 }
 
-// Up to 8 disjoint page sets of one random permutation of the pool; launch i reads set
-// i % sets, so consecutive launches read disjoint pages whenever two launches fit in the pool.
-std::vector<DeviceAllocation> page_sets(int device, int64_t pages_per_launch, int64_t pool_pages) {
+// Up to 8 disjoint page sets of one random permutation of the pool (or of the pool in order);
+// launch i reads set i % sets, so consecutive launches read disjoint pages whenever two launches
+// fit in the pool.
+std::vector<DeviceAllocation> page_sets(int device, int64_t pages_per_launch, int64_t pool_pages,
+                                        bool contiguous) {
   std::vector<int32_t> permutation(pool_pages);
   std::iota(permutation.begin(), permutation.end(), 0);
-  std::shuffle(permutation.begin(), permutation.end(), std::mt19937(7));
+  if (!contiguous) std::shuffle(permutation.begin(), permutation.end(), std::mt19937(7));
   const int64_t fit = pool_pages / std::max<int64_t>(1, pages_per_launch);
   const int sets = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(8, fit)));
   std::vector<DeviceAllocation> index_sets;
@@ -277,7 +279,7 @@ MlaBenchResult MlaBench::run(const MlaBenchShape& shape) {
   const std::vector<DeviceAllocation> index_sets =
       shape.topk_cache_tokens > 0
           ? top_k_sets(options_.device, shape, kv_lens, pool_tokens)
-          : page_sets(options_.device, pages_per_launch, pool_pages);
+          : page_sets(options_.device, pages_per_launch, pool_pages, shape.contiguous_pages);
 
   MlaShape mla;
   mla.num_heads = shape.num_heads;

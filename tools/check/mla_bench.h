@@ -30,6 +30,9 @@ struct MlaBenchShape {
   int force_tier = 0;
   bool batch_invariant = false;     // MlaOptions::batch_invariant (default piece length)
   bool two_launch = false;          // MlaOptions::force_two_launch
+  // Each launch's pages in pool order (consecutive page ids: a fresh cache's layout) instead
+  // of a random permutation's: separates the DRAM's locality from the kernel's page handling.
+  bool contiguous_pages = false;
   std::vector<int> ragged_kv_lens;  // when set, overrides batch/kv_len
   // > 0: sparse (top-k) decode, page size 1: each request selects kv_len distinct token ids, in
   // random order, from its own cache of this many tokens (a window of the pool); every launch

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "jit/utility_programs.h"
 #include "kernels/hopper/hopper_params.cuh"
 #include "mlajit/error.h"
 
@@ -131,8 +132,22 @@ class HopperFamily final : public KernelFamily {
         spec.head_dim_ckv, spec.head_dim_kpe);
     program.geometry.threads_per_block = kThreadsPerBlock;
     program.geometry.dynamic_smem_bytes = shared_storage_bytes();
-    program.geometry.cooperative = true;  // phase 0 merges behind a grid barrier
     return program;
+  }
+
+  // The kernel holds no merge: a second launch, a programmatic dependent of the attention
+  // launch, merges split tiles. On the H100 that path ran within 2% of the grid barrier on
+  // every split shape (docs/PERF.md, "The merge as a programmatic dependent launch"), and the
+  // merge was a sixth of the kernel's cold compile. The merge program serves every spec of
+  // the output's dtype, by the device's own arch (it needs no arch-specific instruction).
+  std::optional<KernelSpec> merge_spec(const KernelSpec& spec) const override {
+    KernelSpec merge;
+    merge.family = jit::kMlaMergeProgram;
+    merge.q_dtype = merge.kv_dtype = merge.o_dtype = spec.o_dtype;
+    merge.head_dim_ckv = spec.head_dim_ckv;
+    merge.head_dim_kpe = spec.head_dim_kpe;
+    merge.arch = spec.arch.back() == 'a' ? spec.arch.substr(0, spec.arch.size() - 1) : spec.arch;
+    return merge;
   }
 
   // The kernel's HopperTma: tensor maps of the cache as [page][token][column] when every
