@@ -36,3 +36,36 @@ begin_sitting() {
   export LD_LIBRARY_PATH=$g/prefix/lib:/usr/local/cuda/lib64 MLAJIT_CACHE_PATH=$g/cache
   nvidia-smi --query-gpu=name,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a $log
 }
+
+# record_tree COMMAND...: this tree's record, each step run under COMMAND (e.g. env
+# MLAJIT_CACHE_DIR=DIR): `mlajit verify`, `mlajit bench` on auto and per family over the default
+# shapes, and e4m3 against bf16 at 16 and 128 heads, with their tables in $log. On an H200 the CLI
+# adds the peers' ratios (the issues' one-run checks). Run from the sitting's folder (prefix/).
+record_tree() {
+  local B=prefix/bin/mlajit kv
+  step verify 150 "$@" $B verify
+  step auto 200 "$@" $B bench --csv $C/auto.csv
+  step portable 200 "$@" $B bench --kernel portable --csv $C/portable.csv
+  step hopper 200 "$@" $B bench --kernel hopper --csv $C/hopper.csv
+  local S16=(--shape 16,128,16384,64 --shape 16,64,16384,64 --shape 16,128,4096,64
+             --shape 16,64,4096,64 --shape 16,16,16384,64 --shape 16,16,4096,64)
+  local S128=(--shape 128,64,16384,64 --shape 128,128,16384,64 --shape 128,128,1024,64
+              --shape 128,64,4096,64)
+  for kv in bf16 e4m3; do
+    step k16_$kv 120 "$@" $B bench --kv-dtype $kv "${S16[@]}" --csv $C/k16_$kv.csv
+    step k128_$kv 120 "$@" $B bench --kv-dtype $kv "${S128[@]}" --csv $C/k128_$kv.csv
+  done
+  python3 ./bench_table.py $C k16_ e4m3/bf16 >> $log 2>&1
+  python3 ./bench_table.py $C k128_ e4m3/bf16 >> $log 2>&1
+  python3 - "$C" >> $log <<'PY'
+import csv, sys
+for name in ("auto", "portable", "hopper"):
+    print("===", name)
+    for r in csv.DictReader(open(sys.argv[1] + "/" + name + ".csv")):
+        print(*(r.get(k, "") for k in ("heads", "batch", "kv_len", "page", "q_len", "causal", "variant",
+                                       "median_us", "gbps", "tflops", "vs_fa2", "vs_fa3", "vs_flashmla")))
+PY
+}
+
+# on_h200: true when the sitting's GPU is an H200 (where the peers' figures were measured).
+on_h200() { nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; }
