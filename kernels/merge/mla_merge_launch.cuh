@@ -1,5 +1,5 @@
 // The merge of split tiles in a launch of its own, behind a family's attention launch (the
-// hopper family's: its kernel then holds no merge, which is a sixth of its compile). Launched
+// hopper family's: its kernel then holds no merge, a fifth of its compile). Launched
 // with programmatic stream serialization on the attention launch's grid, it is scheduled as the
 // attention's CTAs leave their SMs and waits here for that launch's end and writes; CTA c
 // merges the plan's records of CTA c (merge_indptr), with the arithmetic of the in-launch merge

@@ -72,10 +72,10 @@ void add_spec(const KernelSpec& spec, std::vector<KernelSpec>* specs) {
   if (std::none_of(specs->begin(), specs->end(), same)) specs->push_back(spec);
 }
 
-// Appends the specs of one family's rows on one target (and of the programs that merge their
-// split tiles); a row the family cannot build there
-// is an error when both the family and the archs were asked for by name, else noted in
-// `skipped` (a named family over the default archs covers the archs it runs on).
+// Appends the specs of one family's rows on one target, each followed by the program that
+// merges its split tiles if it has one; a row the family cannot build there is an error when
+// both the family and the archs were asked for by name, else noted in `skipped` (a named
+// family over the default archs covers the archs it runs on).
 void add_family_rows(const KernelFamily& family, const DeviceTarget& target,
                      const FleetMatrixOptions& options, std::vector<KernelSpec>* specs,
                      std::vector<std::string>* skipped) {

@@ -138,7 +138,7 @@ class HopperFamily final : public KernelFamily {
   // The kernel holds no merge: a second launch, a programmatic dependent of the attention
   // launch, merges split tiles. On the H100 that path ran within 2% of the grid barrier on
   // every split shape (docs/PERF.md, "The merge as a programmatic dependent launch"), and the
-  // merge was a sixth of the kernel's cold compile. The merge program serves every spec of
+  // merge was a fifth of the kernel's cold compile. The merge program serves every spec of
   // the output's dtype, by the device's own arch (it needs no arch-specific instruction).
   std::optional<KernelSpec> merge_spec(const KernelSpec& spec) const override {
     KernelSpec merge;
