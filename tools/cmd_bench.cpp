@@ -110,23 +110,20 @@ std::vector<MlaBenchShape> bench_shapes(const BenchArgs& args, const CLI::App& a
   return shapes;
 }
 
-// A labelled shape (ragged, top-k) says its label and the plan's modifiers only.
+// A labelled shape (ragged, top-k) says its label instead of its dtypes, mask and tier; every
+// shape says the plan's and launch's modifiers.
 std::string variant_of(const MlaBenchShape& shape) {
   std::string variant = shape.label;
   auto add = [&](const std::string& word) { variant += (variant.empty() ? "" : " ") + word; };
-  if (!shape.label.empty()) {
-    if (shape.batch_invariant) add("invariant");
-    if (shape.two_launch) add("two-launch");
-    if (shape.contiguous_pages) add("contiguous pages");
-    return variant;
+  if (shape.label.empty()) {
+    if (shape.dtype == DType::kFloat16) add("fp16");
+    if (shape.kv_dtype && *shape.kv_dtype != shape.dtype) {
+      add(std::string("kv ") + dtype_name(*shape.kv_dtype));
+    }
+    if (shape.kv_scales != KvScales::kPerTensor) add(kv_scales_name(shape.kv_scales));
+    if (shape.causal) add("causal");
+    if (shape.force_tier) add("tier" + std::to_string(shape.force_tier));
   }
-  if (shape.dtype == DType::kFloat16) add("fp16");
-  if (shape.kv_dtype && *shape.kv_dtype != shape.dtype) {
-    add(std::string("kv ") + dtype_name(*shape.kv_dtype));
-  }
-  if (shape.kv_scales != KvScales::kPerTensor) add(kv_scales_name(shape.kv_scales));
-  if (shape.causal) add("causal");
-  if (shape.force_tier) add("tier" + std::to_string(shape.force_tier));
   if (shape.batch_invariant) add("invariant");
   if (shape.two_launch) add("two-launch");
   if (shape.contiguous_pages) add("contiguous pages");

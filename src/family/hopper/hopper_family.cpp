@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "jit/device_profiles.h"
 #include "jit/utility_programs.h"
 #include "kernels/hopper/hopper_params.cuh"
 #include "mlajit/error.h"
@@ -146,7 +147,7 @@ class HopperFamily final : public KernelFamily {
     merge.q_dtype = merge.kv_dtype = merge.o_dtype = spec.o_dtype;
     merge.head_dim_ckv = spec.head_dim_ckv;
     merge.head_dim_kpe = spec.head_dim_kpe;
-    merge.arch = spec.arch.back() == 'a' ? spec.arch.substr(0, spec.arch.size() - 1) : spec.arch;
+    merge.arch = jit::device_profile(spec.arch).arch;  // sm_90a -> sm_90
     return merge;
   }
 
