@@ -2,7 +2,7 @@
 # Issues 9 and 11: the portable family from sm_90 merges split tiles as the hopper family does,
 # in a launch of the merge program (mla_merge) that is a programmatic dependent of the attention
 # launch; its kernel then holds no merge and no grid barrier (MlaConfig MERGES_ITSELF = false).
-# Below sm_90 nothing changes. new = this tree's build, old = c90ba39's (the portable kernel's
+# Below sm_90 nothing changes. new = this tree's build, old = main's without the patch (the portable kernel's
 # in-launch merge behind its grid barrier), each its own install. Expected: split shapes 0-5%
 # faster (hopper's B=1 gained 3-5% so), the rest level; ~0.12 s less of each sm_90+ portable
 # spec's cold compile.
