@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# One device call for two prepared sittings (machine starts are scarce): the portable family's
+# merge program (portable-merge-sitting.sh, 2 rounds), then the largest-carveout variant
+# (carveout-sitting.sh, 2 rounds). Prepare both as their headers say, in carry/gpu.
+# Device call, carry ["carry/gpu"]: bash carry/gpu/merge-carveout-sitting.sh
+cd "$(dirname "$0")"
+bash ./portable-merge-sitting.sh 2
+bash ./carveout-sitting.sh 2
