@@ -4,5 +4,7 @@
 # (carveout-sitting.sh, 2 rounds). Prepare both as their headers say, in carry/gpu.
 # Device call, carry ["carry/gpu"]: bash carry/gpu/merge-carveout-sitting.sh
 cd "$(dirname "$0")"
+# Every step ends by then (sitting-lib.sh): the call's limit is 600 s, a few go to packing.
+export SITTING_DEADLINE=${SITTING_DEADLINE:-$(($(date +%s) + 560))}
 bash ./portable-merge-sitting.sh 2
 bash ./carveout-sitting.sh 2

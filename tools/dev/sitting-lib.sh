@@ -6,8 +6,16 @@
 
 # step NAME SECONDS COMMAND...: runs COMMAND under a time limit into $L/NAME.txt and appends
 # its exit status and summary line (Catch2, compute-sanitizer, mlajit verify, unittest) to $log.
+# With SITTING_DEADLINE (epoch seconds) set, a step gets at most the time left before it, and
+# none once it has passed: the sitting then ends in time to pack its logs, where the device
+# call's own limit would kill it (and its EXIT trap) mid-step.
 step() {
   local name=$1 limit=$2; shift 2
+  if [[ -n ${SITTING_DEADLINE:-} ]]; then
+    local left=$((SITTING_DEADLINE - $(date +%s)))
+    if ((left < 5)); then echo "$name skipped: the sitting's deadline has passed" | tee -a $log; return; fi
+    ((limit > left)) && limit=$left
+  fi
   echo "--- $(date +%T) $name" >> $log
   timeout $limit "$@" > $L/$name.txt 2>&1
   echo "$name rc=$? $(grep -E 'test cases|ERROR SUMMARY|RACECHECK SUMMARY|cases passed|^Ran|^OK|FAILED \(' $L/$name.txt | tail -1)" | tee -a $log
