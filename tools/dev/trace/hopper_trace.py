@@ -19,7 +19,8 @@ Per item (g_item[role][item][k]): scores 0 start, 2 Q issued, 3 Q landed, 4 KV l
 1 past `sums_read`, 5 row sums published; output 0 start, 4 KV loop done, 5 past `sums`,
 6 output written; producer 1 and 4 around its loop (item 0 only). Per kernel
 (g_kernel[role][k]): 0 entry, 1 barriers initialised, 2 past the role barrier, 3 roles done,
-4 merge done; and every CTA's %globaltimer at entry, roles done and end (g_cta).
+(4, the merge, is gone: it is a launch of its own); and every CTA's %globaltimer at entry,
+roles done and end (g_cta; the last role's, the producer's, branch end for both).
 Each anchor must match once in the hopper files together (the role barrier's four times, in
 mla_hopper.cuh): when the kernel changes, fix the anchor here, not the output.
 """
@@ -256,18 +257,13 @@ EDITS = [
   __syncthreads();
   stamp_kernel(1);
 """),
-    ("""  merge_phase<Config>(params, hopper_smem);
-}
-""", """  stamp_kernel(3);
-  stamp_cta(1);
-  merge_phase<Config>(params, hopper_smem);
-  stamp_kernel(4);
-  stamp_cta(2);
-}
-"""),
+    # roles done: the end of each role's branch (the merge is a launch of its own since
+    # 6de6009, so there is no stamp 4 and the CTA's end is its roles' end)
+    ("(params, tma, sm, role);\n  }\n}\n",
+     "(params, tma, sm, role);\n    stamp_kernel(3);\n    stamp_cta(1);\n    stamp_cta(2);\n  }\n}\n"),
     # past the role barrier, in each of the four role branches
-    ("    block_barrier_across_roles();\n    if (attend) for_each_item<Config, HopperRoleKind::",
-     "    block_barrier_across_roles();\n    stamp_kernel(2);\n    if (attend) for_each_item<Config, HopperRoleKind::", 4),
+    ("    block_barrier_across_roles();\n    for_each_item<Config, HopperRoleKind::",
+     "    block_barrier_across_roles();\n    stamp_kernel(2);\n    for_each_item<Config, HopperRoleKind::", 4),
 ]
 
 
