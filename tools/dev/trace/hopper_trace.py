@@ -18,9 +18,9 @@ Stamps, thread 0 of each warpgroup of CTA (0,0) (g_trace[role][tile of the CTA's
 Per item (g_item[role][item][k]): scores 0 start, 2 Q issued, 3 Q landed, 4 KV loop done,
 1 past `sums_read`, 5 row sums published; output 0 start, 4 KV loop done, 5 past `sums`,
 6 output written; producer 1 and 4 around its loop (item 0 only). Per kernel
-(g_kernel[role][k]): 0 entry, 1 barriers initialised, 2 past the role barrier, 3 roles done,
-(4, the merge, is gone: it is a launch of its own); and every CTA's %globaltimer at entry,
-roles done and end (g_cta; the last role's, the producer's, branch end for both).
+(g_kernel[role][k]): 0 entry, 1 barriers initialised, 2 past the role barrier, 3 the role's
+loop done (4, the merge, is gone: it is a launch of its own); and every CTA's %globaltimer at
+entry, roles done and end (g_cta; the last two one moment, after all roles have met).
 Each anchor must match once in the hopper files together (the role barrier's four times, in
 mla_hopper.cuh): when the kernel changes, fix the anchor here, not the output.
 """
@@ -257,10 +257,12 @@ EDITS = [
   __syncthreads();
   stamp_kernel(1);
 """),
-    # roles done: the end of each role's branch (the merge is a launch of its own since
-    # 6de6009, so there is no stamp 4 and the CTA's end is its roles' end)
+    # after the roles' if/else chain: each role's end, then (all roles met) the CTA's. The
+    # merge is a launch of its own since 6de6009: no stamp 4, and the CTA's stamps 1 and 2 are
+    # one moment. Inside a branch thread 0 (the scores warpgroup's) would never stamp the CTA.
     ("(params, tma, sm, role);\n  }\n}\n",
-     "(params, tma, sm, role);\n    stamp_kernel(3);\n    stamp_cta(1);\n    stamp_cta(2);\n  }\n}\n"),
+     "(params, tma, sm, role);\n  }\n  stamp_kernel(3);\n  __syncthreads();\n  stamp_cta(1);\n"
+     "  stamp_cta(2);\n}\n"),
     # past the role barrier, in each of the four role branches
     ("    block_barrier_across_roles();\n    for_each_item<Config, HopperRoleKind::",
      "    block_barrier_across_roles();\n    stamp_kernel(2);\n    for_each_item<Config, HopperRoleKind::", 4),
