@@ -6,6 +6,9 @@
 # in-launch merge behind its grid barrier), each its own install. Expected: split shapes 0-5%
 # faster (hopper's B=1 gained 3-5% so), the rest level; ~0.12 s less of each sm_90+ portable
 # spec's cold compile.
+# It times any change to that path against main: since 2026-12-07f the prepared one is
+# tools/dev/results/sitting-2026-12-07f/portable-merge-program.patch (main's kernel unchanged,
+# run as phase 1, with the merge program behind it; prepare-merge-program-sitting.sh).
 # Checks first: the GPU suite forced to portable, `mlajit verify`, racecheck and memcheck on
 # the sanitize case forced to portable (every tier, both paths).
 # Then, on an H200 only, this tree's record (record_tree).
