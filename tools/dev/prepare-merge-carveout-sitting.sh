@@ -8,39 +8,21 @@
 # One build folder ($BUILD_DIR, default build), rebuilt incrementally between the three trees;
 # the patches are taken back off whatever happens, leaving the tree and the build at main.
 # Then the device call: carry ["carry/gpu"], bash carry/gpu/merge-carveout-sitting.sh
+# That call ran on 2026-12-07f (tools/dev/results/sitting-2026-12-07f/). The patches were made
+# against 5f89e09; portable-merge.patch no longer applies to main as it is (README.md moved).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 patches=tools/dev/results/prepared-2026-12-07e
 out=carry/gpu
 build=${BUILD_DIR:-build}
-if ! git diff --quiet HEAD --; then
-  echo "prepare-merge-carveout-sitting: the tree has uncommitted changes; commit or stash them first" >&2
-  exit 2
-fi
-applied=()
-take_back() {
-  for ((i = ${#applied[@]} - 1; i >= 0; --i)); do git apply -R "${applied[i]}"; done
-  applied=()
-}
-trap take_back EXIT
-apply() { git apply "$1"; applied+=("$1"); }
-
-apply $patches/portable-merge.patch
+source tools/dev/prepare-lib.sh
+require_clean_tree prepare-merge-carveout-sitting
+apply_patch $patches/portable-merge.patch
 scripts/prepare-gpu-sitting.sh $out
-apply $patches/carveout.patch
-cmake --build "$build" >/dev/null
-cmake --install "$build" --prefix $out/carve/prefix --strip >/dev/null
+apply_patch $patches/carveout.patch
+install_variant $out/carve/prefix
 take_back
-cmake --build "$build" >/dev/null
-cmake --install "$build" --prefix $out/old/prefix --strip >/dev/null
-rm -rf $out/carve/prefix/include $out/old/prefix/include
-
-trace=$(mktemp -d)
-python3 tools/dev/trace/hopper_trace.py "$trace" >/dev/null
-mkdir -p $out/htrace
-"${NVCC:-/usr/local/cuda/bin/nvcc}" -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 \
-  -I "$trace/kernels" -DHARNESS_TRACE tools/dev/hopper_harness.cu -o $out/htrace/hopper_harness -lcuda
-rm -rf "$trace"
-
+install_variant $out/old/prefix
+build_hopper_harness $out
 cp tools/dev/{portable-merge,carveout,item-trace,merge-carveout}-sitting.sh tools/dev/bench_table.py $out/
 du -sh $out
